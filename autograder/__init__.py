@@ -1,0 +1,15 @@
+"""The course package: checks used by tests, course code, the in-place locator, the command line.
+
+Modules, by what they hold:
+
+* :mod:`autograder.runtime`  — device policy, seeding, warnings routed to stdout;
+* :mod:`autograder.checks`   — assertion helpers whose messages say what to try next;
+* :mod:`autograder.inplace`  — the in-place locator (which line wrote into a saved tensor);
+* :mod:`autograder.yolo`     — the legacy YOLOv5 (release 5.0) Detect head;
+* :mod:`autograder.detector` — a small detector trained on synthetic shapes;
+* :mod:`autograder.course`, :mod:`autograder.cli` — nbgrader plumbing and ``python -m autograder``.
+"""
+from .runtime import course_device, describe_environment, seed_everything, setup_notebook, test_configs
+
+__all__ = ["course_device", "describe_environment", "seed_everything", "setup_notebook", "test_configs"]
+__version__ = "0.1.0"

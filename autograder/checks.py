@@ -1,0 +1,171 @@
+"""Assertion helpers for the course's tests.
+
+Every failure reads the same way, for a student stuck at 2 a.m.:
+
+    decode(...) returned wrong values
+      for input: p float32 (1, 3, 4, 5, 7) on cpu
+      expected : ...
+      got      : ...
+      try next : ...
+
+Checks go type first, then shape/dtype/device, then values, and always end with what to try.
+Comparisons use :func:`torch.testing.assert_close` with tolerances chosen per dtype on purpose.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import warnings
+from typing import Any, Callable
+
+import torch
+
+__all__ = [
+    "CheckFailed",
+    "describe",
+    "fail",
+    "check_type",
+    "check_tensor",
+    "check_close",
+    "check_equal",
+    "check_true",
+    "call_student",
+    "tolerances",
+]
+
+
+class CheckFailed(AssertionError):
+    """A test of the course failed; the message says what was expected and what to try."""
+
+
+def describe(value: Any) -> str:
+    """A one-line description of a value: tensors by dtype, shape and device, not by content."""
+    if isinstance(value, torch.Tensor):
+        extra = ", requires_grad" if value.requires_grad else ""
+        return f"tensor {str(value.dtype).replace('torch.', '')} {tuple(value.shape)} on {value.device}{extra}"
+    if isinstance(value, (list, tuple)) and len(value) > 6:
+        return f"{type(value).__name__} of {len(value)} items"
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def fail(what: str, *, expected: Any = None, got: Any = None, inputs: Any = None,
+         hint: str = "", detail: str = "") -> None:
+    """Raise :class:`CheckFailed` with the course's message layout."""
+    lines = [what]
+    if inputs is not None:
+        lines.append(f"  for input: {inputs if isinstance(inputs, str) else describe(inputs)}")
+    if expected is not None:
+        lines.append(f"  expected : {expected if isinstance(expected, str) else describe(expected)}")
+    if got is not None:
+        lines.append(f"  got      : {got if isinstance(got, str) else describe(got)}")
+    if detail:
+        lines += ["  " + line for line in detail.strip().splitlines()]
+    if hint:
+        lines.append(f"  try next : {hint}")
+    raise CheckFailed("\n".join(lines))
+
+
+def check_true(condition: bool, what: str, hint: str = "", **kw) -> None:
+    if not condition:
+        fail(what, hint=hint, **kw)
+
+
+def check_type(value: Any, types: type | tuple[type, ...], what: str, hint: str = "") -> None:
+    """Fail unless ``value`` is an instance of ``types``."""
+    if not isinstance(value, types):
+        names = (" or ".join(t.__name__ for t in types) if isinstance(types, tuple) else types.__name__)
+        fail(f"{what} has the wrong type", expected=names, got=f"{type(value).__name__}: {describe(value)}",
+             hint=hint or f"return a {names}.")
+
+
+def check_tensor(value: Any, what: str, *, shape: tuple | None = None, dtype: torch.dtype | None = None,
+                 device: torch.device | str | None = None, hint: str = "") -> None:
+    """Type, then shape, then dtype, then device."""
+    check_type(value, torch.Tensor, what, hint)
+    if shape is not None and tuple(value.shape) != tuple(shape):
+        fail(f"{what} has the wrong shape", expected=str(tuple(shape)), got=str(tuple(value.shape)),
+             hint=hint or "keep every dimension of the input; build the result with torch.cat on the last one.")
+    if dtype is not None and value.dtype != dtype:
+        fail(f"{what} has the wrong dtype", expected=str(dtype), got=str(value.dtype),
+             hint=hint or "a float32 constant mixed into a float16 tensor promotes it: "
+                          "cast with .to(p.dtype) before joining the pieces.")
+    if device is not None and value.device.type != torch.device(device).type:
+        fail(f"{what} is on the wrong device", expected=str(device), got=str(value.device),
+             hint=hint or "create new tensors with device=p.device (or use torch.zeros_like/ones_like).")
+
+
+def tolerances(dtype: torch.dtype) -> dict[str, float]:
+    """rtol/atol per dtype: tight for float64 references, loose enough for float16's 11-bit mantissa."""
+    return {
+        torch.float64: dict(rtol=1e-7, atol=1e-9),
+        torch.float32: dict(rtol=1e-4, atol=1e-5),
+        torch.float16: dict(rtol=2e-2, atol=2e-2),
+        torch.bfloat16: dict(rtol=5e-2, atol=5e-2),
+    }.get(dtype, dict(rtol=1e-5, atol=1e-8))
+
+
+def check_close(actual: Any, expected: torch.Tensor, what: str, *, inputs: Any = None,
+                rtol: float | None = None, atol: float | None = None, hint: str = "") -> None:
+    """Type, shape and values of ``actual`` against ``expected`` (dtype-aware tolerances)."""
+    check_type(actual, torch.Tensor, what, hint)
+    if tuple(actual.shape) != tuple(expected.shape):
+        fail(f"{what} has the wrong shape", expected=str(tuple(expected.shape)), got=str(tuple(actual.shape)),
+             inputs=inputs, hint=hint)
+    tol = tolerances(expected.dtype)
+    if rtol is not None:
+        tol["rtol"] = rtol
+    if atol is not None:
+        tol["atol"] = atol
+    try:
+        torch.testing.assert_close(actual.detach().to(expected.device, expected.dtype),
+                                   expected.detach(), equal_nan=False, **tol)
+    except AssertionError as err:
+        diff = (actual.detach().to(expected.device, torch.float64) - expected.detach().double()).abs()
+        idx = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape)) if diff.numel() else ()
+        fail(f"{what} has wrong values", inputs=inputs,
+             expected=f"{float(expected.flatten()[diff.argmax()]):.6g} at index {idx}" if idx else "",
+             got=f"{float(actual.detach().flatten()[diff.argmax()]):.6g} at index {idx}" if idx else "",
+             detail=str(err).splitlines()[0] + "\n" + "\n".join(str(err).splitlines()[1:3]),
+             hint=hint)
+
+
+def check_equal(actual: Any, expected: Any, what: str, hint: str = "", inputs: Any = None) -> None:
+    if actual != expected:
+        fail(f"{what} is not what was expected", expected=repr(expected), got=repr(actual),
+             inputs=inputs, hint=hint)
+
+
+def call_student(fn: Callable, *args, name: str | None = None, **kwargs) -> Any:
+    """Call a student's function; turn 'not implemented yet' and crashes into clear messages.
+
+    Warnings raised inside are recorded and printed on stdout, so a correct answer that makes
+    PyTorch warn is not zeroed by nbgrader (which fails a test cell that writes to stderr).
+    """
+    name = name or getattr(fn, "__name__", "your function")
+    if not callable(fn):
+        fail(f"{name} is not a function", got=describe(fn),
+             hint=f"run the cell that defines {name} (Run > Run All Above Selected Cell).")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = fn(*args, **kwargs)
+        except NotImplementedError:
+            fail(f"{name} is not implemented yet",
+                 hint=f"replace `raise NotImplementedError` in the cell that defines {name}, run it, then rerun this test.")
+        except CheckFailed:
+            raise
+        except Exception as err:  # noqa: BLE001 - every crash becomes a clear message
+            fail(f"{name}(...) raised {type(err).__name__}", detail=str(err)[:800],
+                 inputs=", ".join(describe(a) for a in args) if args else None,
+                 hint="run it yourself on the input above and read the traceback.")
+    for w in caught:
+        print(f"(warning while running {name}: {w.category.__name__}: {w.message})")
+    return result
+
+
+@contextlib.contextmanager
+def captured_stdout():
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        yield buf

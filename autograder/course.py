@@ -1,0 +1,385 @@
+"""The course as nbgrader sees it: assignments, releasing, collecting and autograding.
+
+A thin layer over nbgrader's own API (:class:`nbgrader.apps.NbGraderAPI`), so that what the
+command line does is exactly what ``nbgrader generate_assignment`` / ``autograde`` /
+``generate_feedback`` do, plus what nbgrader leaves to the instructor:
+
+* checking every submitted file *before* grading, with a one-line error naming it;
+* grading each (student, assignment) on its own, so one broken submission never stops the others;
+* never touching the submitted files: they are copied into a working course folder first.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[1]
+NB_EXT = ".ipynb"
+
+__all__ = [
+    "REPO", "Submission", "Problem", "QuestionScore", "Result",
+    "assignments", "source_notebooks", "gradebook_layout", "load_config", "release",
+    "collect_submissions", "grade", "failing_tests", "read_notebook",
+]
+
+
+# --------------------------------------------------------------------------- the course itself
+
+def assignments(root: Path = REPO) -> list[str]:
+    """Assignment names: the folders of ``source/`` that hold a notebook, in course order."""
+    src = Path(root) / "source"
+    return sorted(p.name for p in src.iterdir() if p.is_dir() and any(p.glob("*" + NB_EXT)))
+
+
+def source_notebooks(assignment: str, root: Path = REPO) -> list[Path]:
+    return sorted((Path(root) / "source" / assignment).glob("*" + NB_EXT))
+
+
+def notebook_owner(root: Path = REPO) -> dict[str, str]:
+    """Map each notebook file name to its assignment (names are unique across the course)."""
+    return {nb.name: a for a in assignments(root) for nb in source_notebooks(a, root)}
+
+
+def gradebook_layout(assignment: str, root: Path = REPO) -> list[dict]:
+    """The graded cells of an assignment, in notebook order, read from the source notebooks.
+
+    Each item: notebook, grade_id, points, kind ('auto' for test cells, 'manual' for written
+    answers, 'task' for tasks).
+    """
+    cells = []
+    for path in source_notebooks(assignment, root):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade") or meta.get("task"):
+                kind = "task" if meta.get("task") else ("manual" if meta.get("solution") else "auto")
+                if kind == "auto" and cell.cell_type != "code":
+                    kind = "manual"
+                cells.append(dict(notebook=path.stem, grade_id=meta["grade_id"],
+                                  points=float(meta.get("points", 0)), kind=kind))
+    return cells
+
+
+def load_config(root: Path):
+    """nbgrader's configuration from the repo's ``nbgrader_config.py``, rooted at ``root``."""
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(REPO)).load_config()
+    config.CourseDirectory.root = str(Path(root).resolve())
+    return config if isinstance(config, Config) else Config(config)
+
+
+def _api(root: Path):
+    from nbgrader.apps import NbGraderAPI
+
+    return NbGraderAPI(config=load_config(root))
+
+
+def _check(result: dict, what: str) -> None:
+    if not result.get("success"):
+        raise RuntimeError(f"{what} failed:\n{result.get('error') or ''}\n{result.get('log') or ''}")
+
+
+def _environment() -> None:
+    """nbgrader shells out to ``alembic`` and starts kernels by name: put this Python's bin first."""
+    bindir = str(Path(sys.executable).parent)
+    if not os.environ.get("PATH", "").startswith(bindir):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+
+
+def release(names: list[str] | None = None, root: Path = REPO) -> list[Path]:
+    """Regenerate ``release/<assignment>/`` from ``source/`` with nbgrader (deterministic).
+
+    Runs ``generate_assignment`` in a throw-away course folder and copies the result, so the
+    repository gets no gradebook and the bytes depend only on ``source/``.
+    """
+    import tempfile
+
+    _environment()
+    names = names or assignments(root)
+    unknown = sorted(set(names) - set(assignments(root)))
+    if unknown:
+        raise SystemExit(f"error: unknown assignment(s) {', '.join(unknown)}; "
+                         f"known: {', '.join(assignments(root))}")
+    written = []
+    with tempfile.TemporaryDirectory(prefix="course-release-") as tmp:
+        work = Path(tmp)
+        for name in names:
+            shutil.copytree(Path(root) / "source" / name, work / "source" / name,
+                            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+            _check(_api(work).generate_assignment(name, force=True, create=True),
+                   f"nbgrader generate_assignment {name}")
+            dest = Path(root) / "release" / name
+            if dest.exists():
+                shutil.rmtree(dest)
+            shutil.copytree(work / "release" / name, dest)
+            written += sorted(dest.glob("*" + NB_EXT))
+    return written
+
+
+# --------------------------------------------------------------------------- submissions
+
+@dataclass
+class Submission:
+    student: str
+    assignment: str
+    notebooks: list[Path]
+
+
+@dataclass
+class Problem:
+    path: Path
+    message: str
+
+    def __str__(self) -> str:
+        return f"error: {self.path}: {self.message}"
+
+
+def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, str | None]:
+    """Parse a submitted notebook; on failure return (None, a short reason naming what is wrong)."""
+    try:
+        raw = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return None, "not a text file (is it really a notebook?)"
+    except OSError as err:
+        return None, f"cannot be read ({err.strerror})"
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as err:
+        return None, f"corrupt notebook: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})"
+    if not isinstance(data, dict) or "cells" not in data:
+        return None, "not a Jupyter notebook (no 'cells' in the JSON)"
+    try:
+        nb = nbformat.reads(raw, as_version=4)
+        nbformat.validate(nb)
+    except Exception as err:  # nbformat raises several types
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return None, f"not a valid Jupyter notebook ({first[:160]})"
+    return nb, None
+
+
+def _grade_ids(nb) -> set[str]:
+    return {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells} - {None}
+
+
+def collect_submissions(path: Path, root: Path = REPO) -> tuple[list[Submission], list[Problem]]:
+    """Find and check the submissions under ``path``.
+
+    Accepted layouts:
+
+    * nbgrader's ``submitted/<student>/<assignment>/<notebook>.ipynb`` (pass ``submitted`` itself
+      or the course folder that contains it);
+    * ``<student>/<notebook>.ipynb``: the assignment is found from the notebook's file name.
+
+    Every file that cannot be graded becomes a :class:`Problem` naming it; the rest are graded.
+    """
+    path = Path(path)
+    problems: list[Problem] = []
+    if not path.exists():
+        return [], [Problem(path, "no such folder")]
+    if not path.is_dir():
+        return [], [Problem(path, "is a file; give the folder that holds <student>/<assignment>/ folders")]
+    if (path / "submitted").is_dir():
+        path = path / "submitted"
+    known = set(assignments(root))
+    owner = notebook_owner(root)
+    found: dict[tuple[str, str], list[Path]] = {}
+
+    for student_dir in sorted(p for p in path.iterdir() if not p.name.startswith(".")):
+        if not student_dir.is_dir():
+            problems.append(Problem(student_dir, "expected a folder per student, found a file"))
+            continue
+        for entry in sorted(p for p in student_dir.iterdir() if not p.name.startswith(".")):
+            if entry.is_dir():
+                if entry.name not in known:
+                    problems.append(Problem(entry, f"unknown assignment '{entry.name}' "
+                                                   f"(known: {', '.join(sorted(known))})"))
+                    continue
+                files = sorted(p for p in entry.rglob("*")
+                               if p.is_file() and ".ipynb_checkpoints" not in p.parts)
+                for f in files:
+                    if f.suffix != NB_EXT:
+                        if f.name != "timestamp.txt":
+                            problems.append(Problem(f, "not a notebook (.ipynb); skipped, the rest is graded"))
+                        continue
+                    nb, why = read_notebook(f)
+                    if why:
+                        problems.append(Problem(f, why))
+                    elif f.name not in {p.name for p in source_notebooks(entry.name, root)}:
+                        problems.append(Problem(f, f"assignment {entry.name} has no notebook named {f.name} "
+                                                   f"(expected {', '.join(p.name for p in source_notebooks(entry.name, root))})"))
+                    else:
+                        found.setdefault((student_dir.name, entry.name), []).append(f)
+            elif entry.suffix == NB_EXT:
+                nb, why = read_notebook(entry)
+                if why:
+                    problems.append(Problem(entry, why))
+                elif entry.name not in owner:
+                    problems.append(Problem(entry, "notebook of an unknown assignment (its name matches no "
+                                                   "notebook in source/)"))
+                else:
+                    found.setdefault((student_dir.name, owner[entry.name]), []).append(entry)
+            else:
+                problems.append(Problem(entry, "not a notebook (.ipynb); skipped"))
+    subs = [Submission(s, a, nbs) for (s, a), nbs in sorted(found.items())]
+    return subs, problems
+
+
+# --------------------------------------------------------------------------- grading
+
+@dataclass
+class QuestionScore:
+    grade_id: str
+    score: float | None
+    max_score: float
+    kind: str
+
+
+@dataclass
+class Result:
+    student: str
+    assignment: str
+    ok: bool
+    questions: list[QuestionScore] = field(default_factory=list)
+    error: str = ""
+    feedback: list[Path] = field(default_factory=list)
+    autograded: list[Path] = field(default_factory=list)
+
+    @property
+    def auto_score(self) -> float:
+        return sum(q.score or 0 for q in self.questions if q.kind == "auto")
+
+    @property
+    def auto_max(self) -> float:
+        return sum(q.max_score for q in self.questions if q.kind == "auto")
+
+    @property
+    def manual_pending(self) -> float:
+        return sum(q.max_score for q in self.questions if q.kind != "auto" and q.score is None)
+
+
+def _scores(api, assignment: str, student: str) -> list[QuestionScore]:
+    """Per-question scores from nbgrader's gradebook, in the order of the source notebook."""
+    layout = {c["grade_id"]: c for c in gradebook_layout(assignment)}
+    scores = {}
+    with api.gradebook as gb:
+        for nb in gb.find_submission(assignment, student).notebooks:
+            for g in nb.grades:
+                graded = g.auto_score is not None or g.manual_score is not None
+                scores[g.name] = g.score if graded else None
+    return [QuestionScore(gid, scores.get(gid), c["points"], c["kind"]) for gid, c in layout.items()]
+
+
+def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progress: bool = True,
+          root: Path = REPO) -> list[Result]:
+    """Autograde each submission in the course folder ``workdir`` (created if needed).
+
+    The submitted files are copied to ``workdir/submitted/<student>/<assignment>/``; nbgrader
+    writes ``autograded/``, ``feedback/`` and ``gradebook.db`` there. Each submission is graded
+    on its own: a crash is recorded in its :class:`Result` and the loop goes on.
+    """
+    from tqdm.auto import tqdm
+
+    _environment()
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    api = _api(workdir)
+    for name in sorted({s.assignment for s in subs}):
+        dest = workdir / "source" / name
+        if dest.resolve() != (Path(root) / "source" / name).resolve():
+            if dest.exists():
+                shutil.rmtree(dest)
+            shutil.copytree(Path(root) / "source" / name, dest,
+                            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        _check(api.generate_assignment(name, force=True, create=True), f"nbgrader generate_assignment {name}")
+
+    results = []
+    bar = tqdm(subs, desc="autograding", unit="notebook", disable=not progress, file=sys.stdout)
+    for sub in bar:
+        bar.set_postfix_str(f"{sub.student}/{sub.assignment}")
+        target = workdir / "submitted" / sub.student / sub.assignment
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        for nb in sub.notebooks:
+            if nb.resolve() != (target / nb.name).resolve():
+                shutil.copy2(nb, target / nb.name)
+        res = Result(sub.student, sub.assignment, ok=False)
+        try:
+            out = api.autograde(sub.assignment, sub.student, force=True, create=True)
+            if not out.get("success"):
+                res.error = _short_error(out)
+            else:
+                res.ok = True
+                res.questions = _scores(api, sub.assignment, sub.student)
+                res.autograded = sorted((workdir / "autograded" / sub.student / sub.assignment).glob("*" + NB_EXT))
+                if feedback:
+                    fb = api.generate_feedback(sub.assignment, sub.student, force=True)
+                    if fb.get("success"):
+                        res.feedback = sorted((workdir / "feedback" / sub.student / sub.assignment).glob("*.html"))
+                    else:
+                        res.error = "feedback: " + _short_error(fb)
+        except Exception as err:  # noqa: BLE001 - one broken submission must not stop the rest
+            res.ok, res.error = False, f"{type(err).__name__}: {err}"
+        results.append(res)
+    bar.close()
+    return results
+
+
+def _short_error(out: dict) -> str:
+    text = (out.get("error") or "") + "\n" + (out.get("log") or "")
+    lines = [l for l in text.splitlines() if "[ERROR]" in l or "Error" in l]
+    return (lines[-1] if lines else text.strip().splitlines()[-1] if text.strip() else "unknown error")[:300]
+
+
+def write_csv(results: list[Result], dest_dir: Path) -> tuple[Path, Path]:
+    """``grades.csv`` (one row per student and assignment) and ``grades_by_question.csv``."""
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    totals, by_q = dest_dir / "grades.csv", dest_dir / "grades_by_question.csv"
+    with totals.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["student", "assignment", "status", "auto_score", "auto_max", "manual_pending"])
+        for r in results:
+            w.writerow([r.student, r.assignment, "graded" if r.ok else "error: " + r.error,
+                        f"{r.auto_score:g}", f"{r.auto_max:g}", f"{r.manual_pending:g}"])
+    with by_q.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["student", "assignment", "question", "kind", "score", "max_score"])
+        for r in results:
+            for q in r.questions:
+                w.writerow([r.student, r.assignment, q.grade_id, q.kind,
+                            "" if q.score is None else f"{q.score:g}", f"{q.max_score:g}"])
+    return totals, by_q
+
+
+def failing_tests(notebook: Path) -> list[tuple[str, str]]:
+    """(grade_id, message) for each graded test cell that failed in an autograded notebook.
+
+    Only the error's name and message: never the (hidden) test code.
+    """
+    from nbgrader.utils import has_failed
+
+    nb = nbformat.read(notebook, as_version=4)
+    failures = []
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+            continue
+        if not has_failed(cell):
+            continue
+        msgs = []
+        for out in cell.outputs:
+            if out.output_type == "error":
+                msgs.append(f"{out.ename}: {out.evalue}".strip())
+            elif out.output_type == "stream" and out.name == "stderr":
+                msgs.append("wrote to stderr: " + out.text.strip()[:300])
+        failures.append((meta["grade_id"], "\n".join(msgs) or "failed"))
+    return failures

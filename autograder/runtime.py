@@ -1,0 +1,88 @@
+"""Device policy, seeding and warning routing: the few things every notebook does first.
+
+Every notebook of the course starts with ``DEVICE = setup_notebook()``. It
+
+* seeds ``random``, NumPy and torch (CPU and CUDA) from one number, so reruns agree;
+* sends Python warnings to *stdout*: nbgrader scores a test cell 0 when anything is written
+  to stderr, and a correct answer must not lose marks because PyTorch printed a
+  ``UserWarning`` (nbgrader_config.py's ``IgnorePattern`` is the second line of defence);
+* picks the device the course uses: CUDA when present, else the CPU.
+"""
+from __future__ import annotations
+
+import os
+import random
+import sys
+import warnings
+
+import numpy as np
+import torch
+
+__all__ = [
+    "course_device",
+    "seed_everything",
+    "warnings_to_stdout",
+    "setup_notebook",
+    "test_configs",
+    "describe_environment",
+]
+
+
+def course_device() -> torch.device:
+    """``cuda`` when PyTorch sees a GPU, else ``cpu``.
+
+    ``COURSE_DEVICE=cpu`` forces the CPU (useful to compare with a GPU run).
+    """
+    forced = os.environ.get("COURSE_DEVICE")
+    if forced:
+        return torch.device(forced)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def seed_everything(seed: int = 0) -> None:
+    """Seed Python's ``random``, NumPy and torch (every CUDA device too) with one number."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+    os.environ.setdefault("PYTHONHASHSEED", str(seed))
+
+
+def _show_on_stdout(message, category, filename, lineno, file=None, line=None):
+    sys.stdout.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+def warnings_to_stdout() -> None:
+    """Print warnings on stdout instead of stderr (still shown, no longer fatal to a test cell)."""
+    warnings.showwarning = _show_on_stdout
+
+
+def test_configs(device: torch.device | None = None) -> list[tuple[torch.device, torch.dtype]]:
+    """The (device, dtype) pairs hidden tests run on.
+
+    Always float64 and float32 on the CPU (float64 is the reference); on a GPU also float32 and
+    float16 on CUDA, the dtype of the original bug report (``torch.cuda.HalfTensor``).
+    """
+    configs = [(torch.device("cpu"), torch.float64), (torch.device("cpu"), torch.float32)]
+    device = device or course_device()
+    if device.type == "cuda":
+        configs += [(device, torch.float32), (device, torch.float16)]
+    return configs
+
+
+def describe_environment(device: torch.device | None = None) -> str:
+    device = device or course_device()
+    why = ("a CUDA GPU is available" if device.type == "cuda"
+           else "no CUDA GPU is visible to PyTorch, so the course runs on the CPU")
+    name = f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""
+    return (f"Python {sys.version.split()[0]}, torch {torch.__version__}; "
+            f"course device: {device}{name} because {why}.")
+
+
+def setup_notebook(seed: int = 0, verbose: bool = True) -> torch.device:
+    """Seed everything, route warnings to stdout, and return the course device."""
+    seed_everything(seed)
+    warnings_to_stdout()
+    device = course_device()
+    if verbose:
+        print(describe_environment(device))
+    return device

@@ -1,0 +1,103 @@
+"""Sample submissions: what a student might hand in, with the score it must get.
+
+A sample is a small text file ``tests/samples/<assignment>/<student>.py``::
+
+    # about: the canonical answer, except the hook trick in the last question
+    # expect: auto=8
+    # expect: reproduce_sigmoid_error=2 silent_fixes=0
+
+    # %% solution: reproduce_sigmoid_error
+    def reproduce_sigmoid_error():
+        ...
+
+    # %% answer: reflection
+    Free text for a hand-graded answer.
+
+    # %% delete: reproduce_sigmoid_error_tests
+
+Each block replaces the source of the cell with that nbgrader ``grade_id`` in the *released*
+notebook (``delete`` removes the cell, as a careless student might); cells not named keep their
+stub. Because samples are built from ``release/``, they never drift from the assignment.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from .course import REPO, source_notebooks
+
+SAMPLES = REPO / "tests" / "samples"
+_BLOCK = re.compile(r"^# %% (solution|answer|delete): *([\w-]+) *$", re.M)
+
+__all__ = ["Sample", "load_samples", "build_notebook", "materialize_samples"]
+
+
+@dataclass
+class Sample:
+    path: Path
+    assignment: str
+    student: str
+    about: str
+    expect_auto: float | None
+    expect_questions: dict[str, float] = field(default_factory=dict)
+    blocks: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, grade_id, text)
+
+
+def parse_sample(path: Path) -> Sample:
+    text = path.read_text()
+    head = text[: m.start()] if (m := _BLOCK.search(text)) else text
+    about = " ".join(l[len("# about:"):].strip() for l in head.splitlines() if l.startswith("# about:"))
+    expect_auto, expect_q = None, {}
+    for line in head.splitlines():
+        if line.startswith("# expect:"):
+            for item in line[len("# expect:"):].split():
+                key, _, value = item.partition("=")
+                if key == "auto":
+                    expect_auto = float(value)
+                else:
+                    expect_q[key] = float(value)
+    parts = _BLOCK.split(text)[1:]
+    blocks = [(parts[i], parts[i + 1], parts[i + 2].strip("\n") + "\n") for i in range(0, len(parts), 3)]
+    if expect_auto is None:
+        raise ValueError(f"{path}: no '# expect: auto=N' line")
+    return Sample(path, path.parent.name, path.stem, about, expect_auto, expect_q,
+                  [(k, g, t.rstrip("\n")) for k, g, t in blocks])
+
+
+def load_samples(assignment: str | None = None) -> list[Sample]:
+    paths = sorted(SAMPLES.glob(f"{assignment or '*'}/*.py"))
+    return [parse_sample(p) for p in paths]
+
+
+def build_notebook(sample: Sample) -> tuple[str, nbformat.NotebookNode]:
+    """The sample as a filled-in copy of the released notebook: (file name, notebook)."""
+    [src] = source_notebooks(sample.assignment)[:1]
+    release_nb = REPO / "release" / sample.assignment / src.name
+    nb = nbformat.read(release_nb, as_version=4)
+    by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
+    for kind, grade_id, text in sample.blocks:
+        if grade_id not in by_id:
+            raise ValueError(f"{sample.path}: no cell with grade_id '{grade_id}' in {release_nb.name}")
+        if kind == "delete":
+            nb.cells.remove(by_id[grade_id])
+        else:
+            by_id[grade_id].source = text
+    return src.name, nb
+
+
+def materialize_samples(dest: Path, students: list[str] | None = None,
+                        assignment: str | None = None) -> int:
+    """Write every sample as ``dest/<student>/<assignment>/<notebook>.ipynb``; return the count."""
+    n = 0
+    for sample in load_samples(assignment):
+        if students and sample.student not in students:
+            continue
+        name, nb = build_notebook(sample)
+        out = Path(dest) / sample.student / sample.assignment / name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, out)
+        n += 1
+    return n

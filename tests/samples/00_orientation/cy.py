@@ -1,0 +1,2 @@
+# about: empty: downloaded the assignment and handed it in untouched
+# expect: auto=0
