@@ -32,3 +32,6 @@ c.Autograde.create_student = True
 c.Validator.validate_all = False
 # A student who deletes a test cell gets it back (with a note) instead of a silently lower total.
 c.OverwriteCells.add_missing_cells = True
+# The kernel's own start-up chatter (e.g. "running over TCP without encryption") is not the
+# student's output; keep the grading log readable.
+c.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]

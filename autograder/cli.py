@@ -186,6 +186,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_library_warnings() -> None:
+    """nbgrader's own SQLAlchemy and nbformat warnings say nothing to an instructor."""
+    import warnings
+
+    warnings.filterwarnings("ignore", module=r"nbgrader\..*")
+    warnings.filterwarnings("ignore", message=r".*not in session.*")
+    warnings.filterwarnings("ignore", message=r"Cell is missing an id field.*")
+
+
 def main(argv: list[str] | None = None) -> int:
+    _quiet_library_warnings()
     args = build_parser().parse_args(argv)
     return args.func(args)

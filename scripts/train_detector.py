@@ -102,7 +102,7 @@ def main(argv=None):
         "width": list(model.width),
         "eval": {k: metrics[k] for k in ("precision", "recall", "f1", "map50", "ap50", "n_images", "seed")},
         "train_seconds": round(train_s, 1),
-        "torch_version": torch.__version__,
+        "torch_version": str(torch.__version__),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"state_dict": model.state_dict(), "meta": meta}, args.out)
