@@ -195,6 +195,7 @@ def _tensors(obj) -> Iterable[torch.Tensor]:
 
 _WRITE_ARGS: dict[Any, tuple] = {}
 _SAVED_ATTRS: dict[type, tuple[str, ...]] = {}
+_DETACH = torch.ops.aten.detach.default
 _VERSION_NOW_RE = re.compile(r"is at version (\d+); expected version (\d+)")
 
 
@@ -269,6 +270,10 @@ class _Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func is _DETACH:
+            # Autograd calls detach while it saves an op's output (tensor_data()),
+            # i.e. before that save is visible; a detach writes nothing either.
+            return func(*args, **kwargs)
         if self.pending:
             self.flush()
         written = _written_tensors(func, args, kwargs)
@@ -400,11 +405,16 @@ def parse_version_error(err: BaseException | str) -> VersionError | None:
 
 # ---------------------------------------------------------------------- reports
 
-def _site_lines(site: Site | None, caller: Site | None, indent: str) -> list[str]:
+def _site_lines(site: Site | None, caller: Site | None, indent: str,
+                shown: set | None = None) -> list[str]:
+    """The source line, plus "called from" once per distinct caller (``shown``)."""
     if site is None:
         return [f"{indent}(no user line: it ran inside PyTorch)"]
     lines = [f"{indent}{site.source}"] if site.source else []
-    if caller is not None and site.function != "<module>":
+    if caller is not None and site.function != "<module>" and (
+            shown is None or (site.function, caller) not in shown):
+        if shown is not None:
+            shown.add((site.function, caller))
         lines.append(f"{indent}(in {site.function}, called from {caller.where})")
     return lines
 
@@ -427,12 +437,13 @@ def _format_saved(record: SavedTensor, parsed: VersionError | None, header: str)
                 if parsed and parsed.node else ""),
              f"  Saved:   {record.op} at {_where(record.site)} kept {keeps} for backward "
              f"(node {record.node}), at version {record.version}:"]
-    lines += _site_lines(record.site, record.caller, "             ")
+    shown: set = set()
+    lines += _site_lines(record.site, record.caller, "             ", shown)
     lines.append("  Then written in place, in this order:")
     for n, w in enumerate(record.writes, 1):
         lines.append(f"    {n}. {_where(w.site)}  {_OP_WORDS.get(w.op, w.op)}  "
                      f"version {w.version_before} → {w.version_after}")
-        lines += _site_lines(w.site, w.caller, "         ")
+        lines += _site_lines(w.site, w.caller, "         ", shown)
     lines += [f"  Backward needs the values of version {record.version}, but the tensor is now "
               f"at version {record.current_version}, so PyTorch refuses to compute the gradient.",
               "  Fix: leave the saved tensor alone - build the new values out of place "
