@@ -286,15 +286,16 @@ def nms(boxes, scores, iou_threshold=0.45):
 
 
 # --------------------------------------------------------------------------- loss
-def yolo_loss(model, raw, targets, anchor_t=4.0, weights=(0.05, 1.0, 0.5), balance=(4.0, 1.0)):
+def yolo_loss(model, raw, targets, anchor_t=4.0, weights=(1.0, 1.0, 0.5), balance=(4.0, 1.0)):
     """YOLOv5-style loss on raw level maps ``raw[i]`` ``(bs, na, ny, nx, no)``.
 
     ``targets``: list of ``(k, 5)`` tensors or flat ``(m, 6)``.  Each target is
     assigned, on every level, to the anchors whose width/height ratio to it is
     below ``anchor_t`` and to its own cell plus the two nearest neighbouring
     cells (the decode covers offsets in (-0.5, 1.5)).  Box loss: 1 - GIoU of the
-    decoded box (same formulas as the head); objectness: BCE with target 1 on
-    assigned cells/anchors, 0 elsewhere; classes: one-hot BCE.
+    decoded box (same formulas as the head); objectness: BCE with target
+    ``clamp(GIoU, 0)`` (detached) on assigned cells/anchors, 0 elsewhere, so
+    badly placed boxes learn low confidence; classes: one-hot BCE.
     Returns ``(total, dict of parts)``; ``total`` is scaled by the batch size.
     """
     head = model.head
@@ -340,7 +341,7 @@ def yolo_loss(model, raw, targets, anchor_t=4.0, weights=(0.05, 1.0, 0.5), balan
                 tbox = torch.cat((g_all - cells, gwh[t_all]), 1)
                 giou = _giou_xywh(torch.cat((pxy, pwh), 1), tbox)
                 lbox = lbox + (1.0 - giou).mean()
-                tobj[b, a_all, gj, gi] = 1.0
+                tobj[b, a_all, gj, gi] = giou.detach().clamp(min=0).to(tobj.dtype)
                 tcls = torch.zeros_like(ps[:, 5:])
                 tcls[torch.arange(tcls.shape[0]), targets[t_all, 1].long()] = 1.0
                 lcls = lcls + F.binary_cross_entropy_with_logits(ps[:, 5:], tcls)

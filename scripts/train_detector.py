@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Train the course's TinyDetector on synthetic shapes and write its weights.
 
-    python scripts/train_detector.py                 # defaults: seed 0, 16 epochs
+    python scripts/train_detector.py                 # defaults: seed 0, 8 epochs
     python scripts/train_detector.py --out /tmp/t.pt --seed 1 --epochs 4
 
 Every epoch draws a fresh synthetic training set from a seed derived from
@@ -41,7 +41,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=WEIGHTS_PATH, help="where to write the weights file")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--epochs", type=int, default=16)
+    ap.add_argument("--epochs", type=int, default=8)
     ap.add_argument("--images-per-epoch", type=int, default=6000)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--lr", type=float, default=3e-3)
