@@ -1,0 +1,134 @@
+"""The command line on bad input: one clear line naming the file, the rest still graded,
+non-zero exit, nothing submitted modified."""
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import samples
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run(*args, cwd=REPO):
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def _digest(folder: Path) -> dict:
+    return {p.relative_to(folder): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _orientation_sample(student):
+    [s] = [s for s in samples.load_samples("00_orientation") if s.student == student]
+    return samples.build_notebook(s)
+
+
+@pytest.mark.slow
+def test_grade_reports_each_bad_file_and_grades_the_rest(tmp_path):
+    sub = tmp_path / "submitted"
+    name, good = _orientation_sample("ada")
+    (sub / "ada" / "00_orientation").mkdir(parents=True)
+    nbformat.write(good, sub / "ada" / "00_orientation" / name)
+    # a file that is not a notebook, next to a good one
+    (sub / "ada" / "00_orientation" / "notes.txt").write_text("my notes")
+    # corrupt JSON
+    (sub / "bob" / "00_orientation").mkdir(parents=True)
+    (sub / "bob" / "00_orientation" / name).write_text('{"cells": [ {"cell_type": "code", ')
+    # an assignment the course does not have
+    (sub / "cyd" / "99_unknown").mkdir(parents=True)
+    nbformat.write(good, sub / "cyd" / "99_unknown" / "99_unknown.ipynb")
+    # flat layout: a notebook whose name matches no assignment
+    (sub / "dan").mkdir()
+    nbformat.write(good, sub / "dan" / "homework.ipynb")
+    # a student whose code kills the kernel: graded as a failure, must not stop the others
+    _, crash = _orientation_sample("ada")
+    for cell in crash.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "environment_report":
+            cell.source = "import os\nos._exit(1)"
+    (sub / "eve" / "00_orientation").mkdir(parents=True)
+    nbformat.write(crash, sub / "eve" / "00_orientation" / name)
+    # flat layout that works: <student>/<notebook>.ipynb
+    (sub / "fay").mkdir()
+    nbformat.write(good, sub / "fay" / name)
+    before = _digest(sub)
+
+    proc = run("grade", str(sub), "--workdir", str(tmp_path / "course"), "--out", str(tmp_path), "--no-progress")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    err = proc.stderr
+    assert f"{sub / 'ada' / '00_orientation' / 'notes.txt'}: not a notebook" in err
+    assert f"{sub / 'bob' / '00_orientation' / name}: corrupt notebook: not valid JSON" in err
+    assert f"{sub / 'cyd' / '99_unknown'}: unknown assignment '99_unknown'" in err
+    assert f"{sub / 'dan' / 'homework.ipynb'}: notebook of an unknown assignment" in err
+    assert "eve/00_orientation: grading failed" in err
+    for line in err.strip().splitlines():
+        assert line.startswith("error: "), f"every problem is one line starting with 'error: ', got: {line!r}"
+
+    with (tmp_path / "grades.csv").open() as f:
+        rows = {r["student"]: r for r in csv.DictReader(f)}
+    assert rows["ada"]["status"] == "graded" and rows["ada"]["auto_score"] == "8"
+    assert rows["fay"]["status"] == "graded" and rows["fay"]["auto_score"] == "8"
+    assert rows["eve"]["status"].startswith("error")
+    assert _digest(sub) == before, "grading modified the submitted files"
+
+
+def test_grade_missing_folder_is_one_clear_line(tmp_path):
+    proc = run("grade", str(tmp_path / "nope"), "--workdir", str(tmp_path / "w"))
+    assert proc.returncode == 1
+    assert f"error: {tmp_path / 'nope'}: no such folder" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("content,why", [
+    (None, "no such file"),
+    ("just text", "not a notebook (.ipynb)"),
+    ('{"cells": [', "corrupt notebook: not valid JSON"),
+])
+def test_selfgrade_bad_input(tmp_path, content, why):
+    path = tmp_path / ("x.txt" if content == "just text" else "00_orientation.ipynb")
+    if content is not None:
+        path.write_text(content)
+    proc = run("selfgrade", str(path))
+    assert proc.returncode == 2
+    assert f"error: {path}: {why}" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_selfgrade_unknown_assignment(tmp_path):
+    name, nb = _orientation_sample("ada")
+    path = tmp_path / "my_homework.ipynb"
+    nbformat.write(nb, path)
+    proc = run("selfgrade", str(path))
+    assert proc.returncode == 2 and "which assignment is this?" in proc.stderr
+
+
+@pytest.mark.slow
+def test_selfgrade_prints_scores_and_messages_not_hidden_code(tmp_path):
+    name, nb = _orientation_sample("ben")
+    path = tmp_path / name
+    nbformat.write(nb, path)
+    before = path.read_bytes()
+    proc = run("selfgrade", str(path))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "environment_report_tests" in out and "2 / 2" in out
+    assert "square_sum_grad_tests" in out and "try next" in out
+    assert "autograded total: 2 / 8" in out
+    assert "BEGIN HIDDEN TESTS" not in out and "reference_chain" not in out, "hidden test code leaked"
+    assert path.read_bytes() == before
+
+
+def test_release_of_unknown_assignment_fails_clearly():
+    proc = run("release", "99_nope")
+    assert proc.returncode != 0 and "unknown assignment" in (proc.stderr + proc.stdout)

@@ -1,0 +1,86 @@
+"""The course through real nbgrader: source earns full marks, release earns zero, samples earn
+exactly what their files say, feedback is written."""
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from autograder import course, samples
+from conftest import RELEASE_STUDENT, SOURCE_STUDENT
+
+ASSIGNMENTS = course.assignments()
+SAMPLES = samples.load_samples()
+
+pytestmark = pytest.mark.slow
+
+
+def _auto(assignment):
+    return [c for c in course.gradebook_layout(assignment) if c["kind"] == "auto"]
+
+
+def _result(graded, student, assignment):
+    res = graded.get((student, assignment))
+    assert res is not None, f"{student}/{assignment} was not graded"
+    assert res["status"] == "graded", f"{student}/{assignment}: {res['status']}\n{res['log'][-3000:]}"
+    return res
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_source_notebook_earns_full_autograded_points(graded, assignment):
+    res = _result(graded, SOURCE_STUDENT, assignment)
+    lost = {c["grade_id"]: (res["questions"].get(c["grade_id"]), c["points"])
+            for c in _auto(assignment) if res["questions"].get(c["grade_id"]) != c["points"]}
+    assert not lost, f"the instructor solution of {assignment} loses points: {lost}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_release_notebook_runs_to_the_end_and_earns_zero(graded, assignment):
+    res = _result(graded, RELEASE_STUDENT, assignment)
+    scored = {c["grade_id"]: res["questions"].get(c["grade_id"]) for c in _auto(assignment)
+              if res["questions"].get(c["grade_id"])}
+    assert not scored, f"untouched release notebook of {assignment} earns points: {scored}"
+    for nb_path in (res["workdir"] / "autograded" / RELEASE_STUDENT / assignment).glob("*.ipynb"):
+        nb = nbformat.read(nb_path, as_version=4)
+        code_cells = [c for c in nb.cells if c.cell_type == "code"]
+        unrun = [i for i, c in enumerate(code_cells) if c.execution_count is None]
+        assert not unrun, f"{nb_path.name}: code cells {unrun} never ran (execution stopped early?)"
+        for cell in code_cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("solution") and "raise NotImplementedError" in cell.source:
+                errors = [o for o in cell.outputs if o.output_type == "error"]
+                assert errors and errors[0].ename == "NotImplementedError", \
+                    f"stub {meta['grade_id']} did not raise NotImplementedError"
+        failed = {gid for gid, _ in course.failing_tests(nb_path)}
+        assert failed >= {c["grade_id"] for c in _auto(assignment)}, "every graded test must fail on the stubs"
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[f"{s.assignment}/{s.student}" for s in SAMPLES])
+def test_sample_submission_earns_its_expected_score(graded, sample):
+    res = _result(graded, sample.student, sample.assignment)
+    auto_ids = {c["grade_id"] for c in _auto(sample.assignment)}
+    total = sum(res["questions"].get(g) or 0 for g in auto_ids)
+    for gid, expected in sample.expect_questions.items():
+        assert gid in auto_ids, f"{sample.path.name}: no autograded question {gid}"
+        assert res["questions"].get(gid) == expected, \
+            f"{sample.path.name} ({sample.about}): {gid} got {res['questions'].get(gid)}, expected {expected}"
+    assert total == sample.expect_auto, \
+        f"{sample.path.name} ({sample.about}): total {total}, expected {sample.expect_auto}; per question {res['questions']}"
+
+
+def test_feedback_is_written_for_every_graded_submission(graded):
+    missing = []
+    for (student, assignment), res in graded.items():
+        if res["status"] == "graded":
+            if not list((res["workdir"] / "feedback" / student / assignment).glob("*.html")):
+                missing.append(f"{student}/{assignment}")
+    assert not missing, f"no HTML feedback for {missing}"
+
+
+def test_every_assignment_has_samples_that_span_the_range():
+    for a in ASSIGNMENTS:
+        mine = [s for s in SAMPLES if s.assignment == a]
+        full = sum(c["points"] for c in _auto(a))
+        assert len(mine) >= 3, f"{a}: needs at least 3 sample submissions, has {len(mine)}"
+        assert any(s.expect_auto == full for s in mine), f"{a}: no sample earns full marks"
+        assert any(s.expect_auto == 0 for s in mine), f"{a}: no sample earns zero"
+        assert any(0 < s.expect_auto < full for s in mine), f"{a}: no partial sample"
