@@ -1,0 +1,397 @@
+"""Tests for autograder.inplace: the locator names the lines that broke autograd.
+
+Expected line numbers are never hard-coded: lines carry ``# @tag`` markers and
+``_line(path, tag)`` finds them.  Node names are not assumed either (PyTorch
+prints ``Sigmoid`` or ``SigmoidBackward0`` depending on the version).
+"""
+from __future__ import annotations
+
+import importlib.util
+import linecache
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from autograder.inplace import (
+    InplaceOnSavedError, SavedTensor, assert_no_inplace_on_saved, explain, locate_inplace,
+    measure_overhead, parse_version_error, run_located,
+)
+from autograder.inplace import main as inplace_main
+
+ROOT = Path(__file__).resolve().parents[1]
+FIX = Path(__file__).resolve().parent / "fixtures" / "inplace"
+HERE = os.path.abspath(__file__)
+
+
+def _line(path, tag: str) -> int:
+    """Line number of the line ending in ``# @tag``."""
+    for number, text in enumerate(Path(path).read_text().splitlines(), 1):
+        if text.rstrip().endswith("# @" + tag):
+            return number
+    raise LookupError(f"no '# @{tag}' in {path}")
+
+
+def _load(name: str):
+    """Import a fixture module by path (unique name: no sys.path games)."""
+    spec = importlib.util.spec_from_file_location(f"_inplace_fixture_{name}", FIX / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+seed = _load("seed_script")
+clean = _load("clean_script")
+mods = _load("inplace_modules")
+SEED = str(FIX / "seed_script.py")
+MODS = str(FIX / "inplace_modules.py")
+
+
+def _located_error(fn):
+    """Run ``fn`` under a locator; it must still raise PyTorch's version error."""
+    with pytest.raises(RuntimeError, match="modified by an inplace operation") as info:
+        with locate_inplace() as loc:
+            fn()
+    return loc, info.value
+
+
+def _the_save(loc) -> SavedTensor:
+    assert len(loc.broken) == 1, loc.broken
+    return loc.broken[0]
+
+
+def _writes(record: SavedTensor):
+    return [(w.site.lineno, w.version_before, w.version_after) for w in record.writes]
+
+
+# ------------------------------------------------------------------ the seed bug
+
+def test_seed_reports_sigmoid_line_and_both_writes():
+    loc, err = _located_error(seed.run)
+    record = _the_save(loc)
+    assert record.op == "sigmoid" and record.role == "result"
+    assert (record.site.filename, record.site.lineno) == (SEED, _line(SEED, "save"))
+    assert record.shape == (1, 3, 4, 4, 7) and record.dtype == torch.float32
+    assert _writes(record) == [(_line(SEED, "write1"), 0, 1), (_line(SEED, "write2"), 1, 2)]
+    assert all(w.site.filename == SEED and w.op == "copy_" for w in record.writes)
+
+    report = err.inplace_report
+    assert report in err.__notes__
+    rel = os.path.relpath(SEED)
+    assert (f"saved at version 0 by sigmoid at {rel}:{_line(SEED, 'save')}; written at "
+            f"{rel}:{_line(SEED, 'write1')} (0 → 1) and {rel}:{_line(SEED, 'write2')} (1 → 2)"
+            ) in report
+    assert "y[..., 0:2] = (y[..., 0:2] * 2 - 0.5 + grid) * stride" in report
+    assert "float32" in report and "[1, 3, 4, 4, 7]" in report and "cpu" in report
+    assert "site-packages" not in report and "torch/" not in report
+
+
+def test_error_is_not_silenced_and_message_unchanged():
+    with pytest.raises(RuntimeError) as plain:
+        seed.run()
+    _, located = _located_error(seed.run)
+    assert str(located) == str(plain.value)
+    assert parse_version_error(located) == parse_version_error(plain.value)
+
+
+# --------------------------------------------------------- every in-place form
+
+def _exp(x):
+    y = x.exp()  # @exp_save
+    y.add_(1)  # @exp_write
+    return y
+
+
+def _tanh(x):
+    y = x.tanh()  # @tanh_save
+    y *= 2  # @tanh_write
+    return y
+
+
+def _relu_module(x):
+    y = x.sigmoid()  # @relum_save
+    y = nn.ReLU(inplace=True)(y)  # @relum_write
+    return y
+
+
+def _relu_functional(x):
+    y = x.sigmoid()  # @reluf_save
+    F.relu_(y)  # @reluf_write
+    return y
+
+
+def _mul_input(x):
+    a = x + 1
+    b = a * x  # @mul_save
+    a += 1  # @mul_write
+    return b
+
+
+def _view_of_view(x):
+    y = x.sigmoid()  # @vv_save
+    v = y[0]
+    vv = v[:, 1]
+    vv.zero_()  # @vv_write
+    return y
+
+
+def _out_kwarg(x):
+    y = x.sigmoid()  # @out_save
+    with torch.no_grad():
+        torch.mul(x.detach(), 2, out=y)  # @out_write
+    return y
+
+
+def _index_put(x):
+    y = x.sigmoid()  # @ip_save
+    y.index_put_((torch.tensor([0, 2]),), torch.zeros(2, *x.shape[1:]))  # @ip_write
+    return y
+
+
+@pytest.mark.parametrize("fn, tag, saved_by, write_op", [
+    (_exp, "exp", "exp", "add_"),
+    (_tanh, "tanh", "tanh", "mul_"),
+    (_relu_module, "relum", "sigmoid", "relu_"),
+    (_relu_functional, "reluf", "sigmoid", "relu_"),
+    (_mul_input, "mul", "mul", "add_"),
+    (_view_of_view, "vv", "sigmoid", "zero_"),
+    (_out_kwarg, "out", "sigmoid", "mul (out=)"),
+    (_index_put, "ip", "sigmoid", "index_put_"),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_each_inplace_form_is_located(fn, tag, saved_by, write_op):
+    x = torch.randn(3, 4, 5, requires_grad=True)
+    loc, err = _located_error(lambda: fn(x).sum().backward())
+    record = _the_save(loc)
+    assert record.op == saved_by
+    assert (record.site.filename, record.site.lineno) == (HERE, _line(HERE, f"{tag}_save"))
+    assert _writes(record) == [(_line(HERE, f"{tag}_write"), 0, 1)]
+    assert record.writes[0].op == write_op and record.writes[0].site.filename == HERE
+    assert f"test_inplace.py:{_line(HERE, f'{tag}_write')} (0 → 1)" in err.inplace_report
+
+
+def test_write_inside_module_from_another_file():
+    """``y[..., 0:2] *= s`` is two writes on one line: mul_ on the view, then copy_ back."""
+    x = torch.randn(1, 3, 4, 4, 7, requires_grad=True)
+    head = mods.Decode()
+    loc, err = _located_error(lambda: head(x).sum().backward())
+    record = _the_save(loc)
+    assert (record.site.filename, record.site.lineno) == (MODS, _line(MODS, "mod_save"))
+    line = _line(MODS, "mod_write")
+    assert _writes(record) == [(line, 0, 1), (line, 1, 2)]
+    assert [w.op for w in record.writes] == ["mul_", "copy_"]
+    assert all(w.caller.filename == HERE for w in record.writes)  # who called the module
+    assert "y[..., 0:2] *= self.stride" in err.inplace_report
+
+
+def test_leaf_rule_is_reported_as_such():
+    w = torch.zeros(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable") as info:
+        with locate_inplace():
+            w.add_(1)  # @leaf_write
+    report = info.value.inplace_report
+    assert "leaf" in report and "requires grad" in report
+    assert f"test_inplace.py:{_line(HERE, 'leaf_write')}" in report and "w.add_(1)" in report
+    assert "→" not in report and "saved at version" not in report
+
+
+# ------------------------------------------------------------ no false reports
+
+def _clone_then_write(x):
+    y = x.sigmoid().clone()
+    y[..., 0:2] = y[..., 0:2] * 2 - 0.5
+    return y
+
+
+def _write_unsaved(x):
+    y = x + 1  # add saves nothing
+    y += 1
+    return y * 3
+
+
+def _buffers_under_no_grad(x):
+    return mods.Counter()(x)
+
+
+def _batchnorm_train(x):
+    return nn.BatchNorm1d(3).train()(x.reshape(4, 3, 5)).relu_()
+
+
+def _clean_decode(x):
+    return clean.decode(x, torch.ones(1, 3, 4, 4, 2), torch.ones(1, 3, 4, 4, 2))
+
+
+@pytest.mark.parametrize("fn", [_clean_decode, _clone_then_write, _write_unsaved,
+                                _buffers_under_no_grad, _batchnorm_train])
+def test_correct_code_is_not_reported(fn):
+    x = torch.randn(1, 3, 4, 4, 7, requires_grad=True) if fn is _clean_decode else \
+        torch.randn(4, 5, 3, requires_grad=True)
+    with locate_inplace() as loc:
+        fn(x).sum().backward()
+    assert loc.broken == []
+    assert isinstance(assert_no_inplace_on_saved(fn, x), torch.Tensor)
+
+
+def _model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(inplace=True),
+                         nn.Conv2d(8, 7, 3, padding=1))
+
+
+def _grads(located: bool):
+    model, x = _model(), torch.randn(1, 3, 4, 4, requires_grad=True, generator=torch.Generator().manual_seed(1))
+
+    def step():
+        out = model(x).view(1, 1, 7, 4, 4).permute(0, 1, 3, 4, 2)
+        _clean_decode(out.expand(1, 3, 4, 4, 7)).pow(2).sum().backward()
+
+    run_located(step) if located else step()
+    return [x.grad] + [p.grad for p in model.parameters()] + list(model.buffers())
+
+
+def test_gradients_identical_with_and_without_locator():
+    plain, located = _grads(False), _grads(True)
+    assert len(plain) == len(located)
+    assert all(torch.equal(a, b) for a, b in zip(plain, located))
+
+
+# -------------------------------------------------- assert_no_inplace_on_saved
+
+def test_assert_helper_fails_on_forward_only():
+    x, grid, anchor = seed.inputs()
+    with pytest.raises(InplaceOnSavedError) as info:
+        assert_no_inplace_on_saved(seed.decode, x, grid, anchor)
+    assert isinstance(info.value, AssertionError)
+    text = str(info.value)
+    for tag in ("save", "write1", "write2"):
+        assert f"seed_script.py:{_line(SEED, tag)}" in text
+    assert "(0 → 1)" in text and "(1 → 2)" in text
+    assert [r.op for r in info.value.saved] == ["sigmoid"]
+
+
+def test_assert_helper_returns_result_and_ignores_saves_backward_does_not_need():
+    def unneeded(x):
+        y = x.sigmoid()  # its node is not part of the result's graph
+        z = x * 2
+        y.add_(1)
+        return z
+
+    x = torch.randn(3, requires_grad=True)
+    out = assert_no_inplace_on_saved(unneeded, x)
+    assert torch.equal(out, x * 2)
+    out.sum().backward()  # PyTorch agrees: backward works
+
+
+def test_notebook_cell_lines_are_shown_with_their_source():
+    cell = "/tmp/ipykernel_123/456.py"
+    src = "y = x.sigmoid()\ny[:, 0:2] = y[:, 0:2] * 2\n"
+    linecache.cache[cell] = (len(src), None, src.splitlines(True), cell)  # what IPython does
+    namespace = {"x": torch.randn(2, 3, requires_grad=True)}
+    try:
+        with pytest.raises(InplaceOnSavedError) as info:
+            assert_no_inplace_on_saved(lambda: exec(compile(src, cell, "exec"), namespace)
+                                       or namespace["y"])
+        text = str(info.value)
+    finally:
+        linecache.cache.pop(cell, None)
+    assert "saved at version 0 by sigmoid at cell line 1; written at cell line 2 (0 → 1)" in text
+    assert "y[:, 0:2] = y[:, 0:2] * 2" in text
+
+
+# ----------------------------------------------------------------- parsing
+
+@pytest.mark.parametrize("message, expected", [
+    ("one of the variables needed for gradient computation has been modified by an inplace "
+     "operation: [torch.FloatTensor [1, 3, 8, 8, 85]], which is output 0 of SigmoidBackward0, "
+     "is at version 2; expected version 0 instead. Hint: ...",
+     ("float32", (1, 3, 8, 8, 85), "cpu", "SigmoidBackward0", "sigmoid", 2, 0)),
+    ("... modified by an inplace operation: [torch.cuda.HalfTensor [2, 3]], which is output 1 "
+     "of NativeBatchNormBackward0, is at version 5; expected version 4 instead.",
+     ("float16", (2, 3), "cuda", "NativeBatchNormBackward0", "native_batch_norm", 5, 4)),
+    ("... modified by an inplace operation: [torch.FloatTensor [1, 3, 8, 8, 85]], which is "
+     "output 0 of Sigmoid, is at version 2; expected version 0 instead.",
+     ("float32", (1, 3, 8, 8, 85), "cpu", "Sigmoid", "sigmoid", 2, 0)),
+    ("... modified by an inplace operation: [torch.DoubleTensor []] is at version 1; "
+     "expected version 0 instead.", ("float64", (), "cpu", None, None, 1, 0)),
+])
+def test_parse_version_error(message, expected):
+    p = parse_version_error(RuntimeError(message))
+    assert (p.dtype, p.shape, p.device, p.node, p.op, p.version_now, p.version_saved) == expected
+    assert parse_version_error("some other error") is None
+
+
+def test_explain_without_locator_uses_the_message():
+    with pytest.raises(RuntimeError) as info:
+        seed.run()
+    text = explain(info.value)
+    assert "[1, 3, 4, 4, 7]" in text and "version 0" in text and "locate_inplace" in text
+    assert explain(ValueError("unrelated")) is None
+
+
+# ------------------------------------------------------------------------ CLI
+
+@pytest.fixture(scope="module", autouse=True)
+def cli_procs():
+    """Start the CLI subprocesses with the module's first test, so their torch
+    import overlaps the in-process tests; the CLI tests collect them at the end."""
+    scripts = {"seed": [SEED], "exit": [str(FIX / "exit_script.py"), "3"]}
+    procs = {name: subprocess.Popen([sys.executable, "-m", "autograder.inplace", *args],
+                                    cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, encoding="utf-8")
+             for name, args in scripts.items()}
+    yield procs
+    for proc in procs.values():
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def _finish(proc):
+    out, err = proc.communicate(timeout=120)
+    return proc.returncode, out, err
+
+
+def test_cli_reports_seed_bug(cli_procs):
+    code, out, err = _finish(cli_procs["seed"])
+    assert code != 0
+    assert "RuntimeError: one of the variables needed" in err
+    rel = os.path.relpath(SEED, ROOT)
+    for tag in ("save", "write1", "write2"):
+        assert f"{rel}:{_line(SEED, tag)}" in err
+    assert "(0 → 1)" in err and "(1 → 2)" in err
+    assert "backward succeeded" not in out
+
+
+def test_cli_preserves_exit_code_argv_and_main(cli_procs):
+    code, out, err = _finish(cli_procs["exit"])
+    assert code == 3, err
+    assert "argv: ['3']" in out
+
+
+def test_cli_clean_script_exits_zero(monkeypatch, capsys):
+    """In-process (one torch import less): main() returns the exit status."""
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    assert inplace_main([str(FIX / "clean_script.py")]) == 0
+    assert "backward succeeded" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------- cost, CUDA
+
+def test_overhead_is_bounded():
+    ratio = measure_overhead(repeats=5)
+    print(f"\nlocator overhead (fwd+bwd, small conv model, 1x3x64x64): {ratio:.2f}x")
+    assert ratio < 10
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_tensors():
+    x, grid, anchor = (t.cuda() for t in seed.inputs())
+    x = x.detach().requires_grad_()
+    loc, err = _located_error(lambda: seed.decode(x, grid, anchor).sum().backward())
+    assert _writes(_the_save(loc)) == [(_line(SEED, "write1"), 0, 1), (_line(SEED, "write2"), 1, 2)]
+    assert "cuda" in err.inplace_report
