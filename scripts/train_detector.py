@@ -45,7 +45,9 @@ def main(argv=None):
     ap.add_argument("--images-per-epoch", type=int, default=6000)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--lr", type=float, default=3e-3)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads; 1 is the robust choice on a shared 2-core machine "
+                         "(with 2, any other busy process makes OpenMP threads thrash)")
     ap.add_argument("--eval-images", type=int, default=500)
     args = ap.parse_args(argv)
 

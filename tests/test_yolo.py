@@ -177,3 +177,15 @@ def test_reference_decode_gradcheck():
     grid = make_grid(4, 3, dtype=torch.float64)
     anchor = torch.rand(1, 2, 1, 1, 2, generator=g, dtype=torch.float64) * 20 + 4
     assert torch.autograd.gradcheck(lambda t: reference_decode(t, grid, anchor, 8.0), (p,))
+
+
+def test_half_precision_head_matches_float():
+    head = make_head(nc=3).eval()
+    x = feature_maps()
+    with torch.no_grad():
+        ref, _ = head([t.clone() for t in x])
+        half = make_head(nc=3).half().eval()
+        out, raw = half([t.half() for t in x])
+    assert out.dtype == torch.float16 and raw[0].dtype == torch.float16
+    assert half.grid[0].device == raw[0].device
+    torch.testing.assert_close(out.float(), ref, rtol=2e-2, atol=0.1)
