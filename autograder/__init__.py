@@ -9,7 +9,14 @@ Modules, by what they hold:
 * :mod:`autograder.detector` — a small detector trained on synthetic shapes;
 * :mod:`autograder.course`, :mod:`autograder.cli` — nbgrader plumbing and ``python -m autograder``.
 """
-from .runtime import course_device, describe_environment, seed_everything, setup_notebook, test_configs
-
 __all__ = ["course_device", "describe_environment", "seed_everything", "setup_notebook", "test_configs"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # Lazy: the command line (python -m autograder) must not pay for importing torch.
+    if name in __all__:
+        from . import runtime
+
+        return getattr(runtime, name)
+    raise AttributeError(f"module 'autograder' has no attribute {name!r}")
