@@ -1,0 +1,121 @@
+"""The helpers every notebook relies on: seeding, device policy, warnings, and check messages."""
+from __future__ import annotations
+
+import random
+import warnings
+
+import nbformat
+import numpy as np
+import pytest
+import torch
+from nbclient import NotebookClient
+from nbformat.v4 import new_code_cell, new_notebook
+
+from autograder import checks, runtime
+
+
+def test_seed_everything_makes_all_three_generators_repeat():
+    runtime.seed_everything(123)
+    a = (random.random(), np.random.rand(), torch.rand(1).item())
+    runtime.seed_everything(123)
+    b = (random.random(), np.random.rand(), torch.rand(1).item())
+    runtime.seed_everything(124)
+    c = (random.random(), np.random.rand(), torch.rand(1).item())
+    assert a == b and a != c
+
+
+def test_device_policy(monkeypatch):
+    monkeypatch.delenv("COURSE_DEVICE", raising=False)
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert runtime.course_device().type == expected
+    monkeypatch.setenv("COURSE_DEVICE", "cpu")
+    assert runtime.course_device().type == "cpu"
+    configs = runtime.test_configs(torch.device("cpu"))
+    assert (torch.device("cpu"), torch.float64) in configs
+    cuda = runtime.test_configs(torch.device("cuda"))
+    assert (torch.device("cuda"), torch.float16) in cuda, "hidden tests must cover the seed's float16 on CUDA"
+
+
+def test_check_close_message_says_what_where_and_what_next():
+    expected = torch.zeros(2, 3)
+    got = expected.clone()
+    got[1, 2] = 0.5
+    with pytest.raises(checks.CheckFailed) as info:
+        checks.check_close(got, expected, "decode(p)", inputs="p float32 (2, 3)", hint="check the offset")
+    msg = str(info.value)
+    assert "decode(p) has wrong values" in msg and "for input: p float32 (2, 3)" in msg
+    assert "at index (1, 2)" in msg and "try next : check the offset" in msg
+    checks.check_close(expected + 1e-7, expected, "tiny difference within float32 tolerance")
+
+
+def test_check_tensor_goes_type_shape_dtype_device():
+    with pytest.raises(checks.CheckFailed, match="wrong type"):
+        checks.check_tensor([1, 2], "x")
+    with pytest.raises(checks.CheckFailed, match="wrong shape"):
+        checks.check_tensor(torch.zeros(2), "x", shape=(3,))
+    with pytest.raises(checks.CheckFailed, match="wrong dtype.*\n.*\n.*\n.*try next"):
+        checks.check_tensor(torch.zeros(2), "x", dtype=torch.float16)
+    checks.check_tensor(torch.zeros(2), "x", shape=(2,), dtype=torch.float32, device="cpu")
+
+
+def test_call_student_explains_a_stub_and_a_crash():
+    def stub():
+        raise NotImplementedError("Replace this line with your answer")
+
+    with pytest.raises(checks.CheckFailed, match="stub is not implemented yet"):
+        checks.call_student(stub)
+
+    def crash(t):
+        return t @ t
+
+    with pytest.raises(checks.CheckFailed, match=r"crash\(\.\.\.\) raised RuntimeError"):
+        checks.call_student(crash, torch.zeros(2, 3))
+
+
+def test_call_student_prints_warnings_on_stdout(capsys):
+    def noisy():
+        warnings.warn("harmless", UserWarning)
+        return 1
+
+    assert checks.call_student(noisy) == 1
+    out, err = capsys.readouterr()
+    assert "UserWarning: harmless" in out and err == ""
+
+
+def test_a_torch_warning_in_a_notebook_goes_to_stdout_after_setup():
+    """What nbgrader sees: after setup_notebook(), a real PyTorch UserWarning is on stdout."""
+    nb = new_notebook(cells=[
+        new_code_cell("from autograder import setup_notebook\nDEVICE = setup_notebook(verbose=False)"),
+        new_code_cell("import torch\nx = torch.ones(2, requires_grad=True)\nh = x * 2\nh.grad"),
+    ])
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    outputs = nb.cells[1].outputs
+    streams = {o.name: o.text for o in outputs if o.output_type == "stream"}
+    assert "stderr" not in streams, f"warning still on stderr: {streams}"
+    assert "UserWarning" in streams.get("stdout", ""), f"PyTorch did not warn as expected: {outputs}"
+
+
+def test_ignore_pattern_keeps_full_marks_for_a_cell_that_only_warned():
+    """Second line of defence: nbgrader_config's IgnorePattern drops warnings on stderr."""
+    from nbgrader.preprocessors import IgnorePattern
+    from nbgrader.utils import determine_grade
+
+    from autograder.course import load_config
+
+    cell = new_code_cell("check(...)", metadata={"nbgrader": {
+        "grade": True, "solution": False, "locked": True, "points": 2, "grade_id": "t", "schema_version": 3}})
+    warn = nbformat.v4.new_output("stream", name="stderr", text=(
+        "/x/torch/_tensor.py:1234: UserWarning: The .grad attribute of a Tensor that is not a leaf Tensor "
+        "is being accessed.\n  return self._grad\n"))
+    real_error = nbformat.v4.new_output("stream", name="stderr", text="Traceback: something broke\n")
+    cell.outputs = [warn]
+    assert determine_grade(cell)[0] == 0, "nbgrader zeroes stderr: the premise of this test"
+    pp = IgnorePattern(config=load_config("."))
+    assert pp.enabled, "IgnorePattern must be enabled in nbgrader_config.py"
+    nb = new_notebook(cells=[cell])
+    nb, _ = pp.preprocess(nb, {})
+    assert determine_grade(nb.cells[0])[0] == 2
+    cell2 = new_code_cell("check(...)", metadata=cell.metadata)
+    cell2.outputs = [real_error]
+    nb2, _ = pp.preprocess(new_notebook(cells=[cell2]), {})
+    assert determine_grade(nb2.cells[0])[0] == 0, "only warnings are dropped, not other stderr"
