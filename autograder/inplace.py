@@ -156,6 +156,7 @@ class SavedTensor:
     current_version: int = -1
     message: str | None = None   # PyTorch's own complaint, once the save is broken
     _node: Any = dataclasses.field(default=None, repr=False, compare=False)
+    _key: Any = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def broken(self) -> bool:
@@ -308,17 +309,21 @@ class _Recorder(TorchDispatchMode):
             if node is None or self.nodes.get(id(node)) is node:
                 continue
             self.nodes[id(node)] = node
+            op = func.overloadpacket.__name__
+            if isinstance(node, torch.autograd.function.BackwardCFunction):
+                # custom autograd.Function: its node appears after forward returns
+                op = re.sub(r"Backward$", "", type(node).__name__) + ".apply"
             for attr, index, t in _saved_of(node):
                 key = _storage_key(t)
                 if key is None:
                     continue
                 record = SavedTensor(
                     dtype=t.dtype, shape=tuple(t.shape), device=str(t.device), node=node.name(),
-                    op=func.overloadpacket.__name__, version=t._version,
+                    op=op, version=t._version,
                     current_version=t._version,
                     role=_role(attr, index),
                     site=sites[0] if sites else None, caller=sites[1] if len(sites) > 1 else None,
-                    _node=node)
+                    _node=node, _key=key)
                 self.by_storage.setdefault(key, []).append((node, attr, index, record))
             stack.extend(nxt for nxt, _ in node.next_functions)
         if len(self.nodes) > self._prune_at:
@@ -383,7 +388,7 @@ _VERSION_RE = re.compile(
     r"(?:, which is output (?P<index>\d+) of (?P<node>[^,]+),)?"
     r"\s*is at version (?P<now>\d+); expected version (?P<saved>\d+) instead")
 _LEAF_RE = re.compile(r"leaf Variable that requires grad is being used in an in-place operation")
-_VIEW_RE = re.compile(r"is a view and (?:its base or another view of its base )?(?:has been|is being) modified inplace")
+_VIEW_RE = re.compile(r"view\b.*?(?:has been|is being) modified inplace")
 _DTYPES = {"Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
            "Long": "int64", "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8",
            "Bool": "bool", "ComplexFloat": "complex64", "ComplexDouble": "complex128"}
@@ -432,7 +437,8 @@ def _where(site: Site | None) -> str:
     return site.where if site else "<no user line>"
 
 
-def _format_saved(record: SavedTensor, parsed: VersionError | None, header: str) -> str:
+def _format_saved(record: SavedTensor, parsed: VersionError | None, header: str,
+                  others: Iterable[SavedTensor] = ()) -> str:
     """The plain-words story of one broken save."""
     writes = [f"{_where(w.site)} ({w.version_before} → {w.version_after})" for w in record.writes]
     joined = writes[0] if len(writes) == 1 else ", ".join(writes[:-1]) + " and " + writes[-1]
@@ -453,6 +459,9 @@ def _format_saved(record: SavedTensor, parsed: VersionError | None, header: str)
         lines.append(f"    {n}. {_where(w.site)}  {_OP_WORDS.get(w.op, w.op)}  "
                      f"version {w.version_before} → {w.version_after}")
         lines += _site_lines(w.site, w.caller, "         ", shown)
+    for other in others:
+        lines.append(f"  The same writes also broke what {other.op} at {_where(other.site)} saved "
+                     f"(node {other.node}); backward would stop there too.")
     lines += [f"  Backward needs the values of version {record.version}, but the tensor is now "
               f"at version {record.current_version}, so PyTorch refuses to compute the gradient.",
               "  Fix: leave the saved tensor alone - build the new values out of place "
@@ -560,7 +569,8 @@ class InplaceLocator:
         where = _traceback_site(err)
         header = ("In-place write on a tensor autograd saved for backward"
                   + (f" (error raised at {where.where})." if where else "."))
-        return _format_saved(record, parsed, header)
+        others = [r for r in self._recorder.broken if r is not record and r._key == record._key]
+        return _format_saved(record, parsed, header, others)
 
     def _match(self, parsed: VersionError, text: str) -> SavedTensor | None:
         """The broken save PyTorch complains about: same message, else same numbers."""

@@ -199,6 +199,47 @@ def test_leaf_rule_is_reported_as_such():
     assert "→" not in report and "saved at version" not in report
 
 
+def test_view_rule_is_reported_as_such():
+    x = torch.randn(2, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="is a view") as info:
+        with locate_inplace():
+            first, _ = x.clone().unbind(0)
+            first.mul_(2)  # @view_write
+    report = info.value.inplace_report
+    assert "view rule" in report and f"test_inplace.py:{_line(HERE, 'view_write')}" in report
+
+
+class _Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return a * 2  # @fn_save
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return grad * a
+
+
+def test_custom_function_saves_are_watched():
+    x = torch.randn(3, requires_grad=True)
+
+    def bad():
+        a = x.exp()
+        out = _Twice.apply(a)  # @fn_call
+        a.add_(1)  # @fn_write
+        out.sum().backward()
+
+    loc, err = _located_error(bad)
+    record, also = sorted(loc.broken, key=lambda r: r.op != "_Twice.apply")  # exp saved `a` too
+    assert also.op == "exp" and _writes(also) == _writes(record)
+    assert record.op == "_Twice.apply" and record.site.lineno == _line(HERE, "fn_save")
+    assert record.caller.lineno == _line(HERE, "fn_call")
+    assert _writes(record) == [(_line(HERE, "fn_write"), 0, 1)]
+    assert "saved at version 0 by _Twice.apply" in err.inplace_report
+    assert "also broke what exp" in err.inplace_report
+
+
 # ------------------------------------------------------------ no false reports
 
 def _clone_then_write(x):
