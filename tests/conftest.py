@@ -62,6 +62,8 @@ def graded(tmp_path_factory) -> dict:
     for work, log, proc in procs:
         proc.wait(timeout=1500)
         log.close()
+        if not (work / "grades.csv").exists():
+            pytest.fail(f"grading crashed in {work}:\n{(work / 'log.txt').read_text()[-4000:]}")
         with (work / "grades.csv").open() as f:
             for row in csv.DictReader(f):
                 results[(row["student"], row["assignment"])] = {
