@@ -310,10 +310,19 @@ def draw_autograd_graph(roots, names: dict[str, torch.Tensor] | None = None, tit
         fig = ax.figure
     for a, i, b in graph.edges:
         (x0, y0), (x1, y1) = pos[a], pos[b]
-        ax.annotate("", xy=(x1, y1 + 0.32), xytext=(x0, y0 - 0.32),
-                    arrowprops=dict(arrowstyle="-|>", color=C_EDGE, lw=1.2, shrinkA=0, shrinkB=0))
-        ax.text((x0 + x1) / 2 + 0.08, (y0 + y1) / 2, f"next_functions[{i}]", fontsize=6.5, color="#777777",
-                ha="left", va="center")
+        span = graph.nodes[b].depth - graph.nodes[a].depth
+        if span <= 1:  # to the next row: a straight arrow between the boxes
+            start, end, rad = (x0, y0 - 0.32), (x1, y1 + 0.32), 0.0
+        else:  # skips rows: leave and enter by the left side, bulging left, so it never crosses a box
+            start, end, rad = (x0 - 1.15, y0 - 0.1), (x1 - 1.15, y1 + 0.1), 0.35
+        ax.annotate("", xy=end, xytext=start,
+                    arrowprops=dict(arrowstyle="-|>", color=C_EDGE, lw=1.2, shrinkA=0, shrinkB=0,
+                                    connectionstyle=f"arc3,rad={rad}"))
+        # label at the curve's midpoint (matplotlib's arc3 control point, halved)
+        mx = (start[0] + end[0]) / 2 + rad * (end[1] - start[1]) / 2
+        my = (start[1] + end[1]) / 2 - rad * (end[0] - start[0]) / 2
+        ax.text(mx + (0.08 if rad == 0 else -0.08), my, f"next_functions[{i}]", fontsize=6.5, color="#777777",
+                ha="left" if rad == 0 else "right", va="center")
     for key, node in graph.nodes.items():
         x, y = pos[key]
         face = C_LEAF if node.is_leaf else C_OP
@@ -332,7 +341,7 @@ def draw_autograd_graph(roots, names: dict[str, torch.Tensor] | None = None, tit
                               edgecolor=RED if s.stale else "#c9a800", lw=1.5 if s.stale else 0.8))
     xs = [p[0] for p in pos.values()] or [0.0]
     ys = [p[1] for p in pos.values()] or [0.0]
-    ax.set_xlim(min(xs) - 1.6, max(xs) + 3.6)
+    ax.set_xlim(min(xs) - 1.6 - (1.6 if any(graph.nodes[b].depth - graph.nodes[a].depth > 1 for a, _, b in graph.edges) else 0), max(xs) + 3.6)
     ax.set_ylim(min(ys) - 0.7, max(ys) + 0.7)
     ax.axis("off")
     stale = graph.stale()
