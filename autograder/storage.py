@@ -1,0 +1,452 @@
+"""Names, objects and storage: measuring what a Python statement does to a tensor.
+
+Assignment 2 teaches students to tell, for any statement about a tensor named ``x``, whether it
+*rebinds the name* or *writes into the memory*, by measuring instead of guessing. This module holds
+
+* the measuring instrument: :func:`make_x` (the fresh input), :func:`witnesses` (``id``,
+  ``untyped_storage().data_ptr()``, ``_version`` and a copy of the values), :func:`measure`;
+* the reference classifier used by the hidden tests, :func:`classify`, and
+  :func:`check_category` (one hidden-test check with a message that says what to measure next);
+* the explorer: :class:`StorageExplorer` (ipywidgets; its callbacks are plain methods so tests can
+  drive them headless), :func:`explorer` (shows it, or a static figure when there is no front end)
+  and :func:`draw_names_objects_storage` (the names -> objects -> storage picture);
+* the model question's reference: :func:`reference_model`, :func:`model_inputs` and
+  :func:`check_fixed_model`.
+
+The categories (applied in this order; ``x0`` is the tensor ``x`` named before the statement,
+``x1`` what ``x`` names after it):
+
+``in-place``         ``x0._version`` went up: autograd was told that ``x0`` was written.
+``untracked-write``  the version did not move, but ``x0``'s contents did (values, shape or
+                     memory): written behind autograd's back (``x.data += 1``).
+``no-change``        ``x1 is x0`` and nothing about ``x0`` changed (``x = x.contiguous()``).
+``new-view``         ``x1`` is another object sharing ``x0``'s storage (``x = x[:]``).
+``new-tensor``       ``x1`` is another object with memory of its own (``x = x + 1``).
+
+Nothing here is a table of what PyTorch does: every answer is measured on the installed version.
+"""
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from .checks import call_student, check_close, check_equal, check_true, check_type, fail
+from .runtime import course_device
+
+__all__ = [
+    "CATEGORIES", "EXAMPLES", "make_x", "Witness", "witnesses", "Measurement", "measure", "classify",
+    "check_category", "measurement_rows", "print_measurements", "measurement_html",
+    "draw_names_objects_storage", "StorageExplorer", "explorer", "has_front_end",
+    "reference_model", "model_inputs", "check_fixed_model",
+]
+
+CATEGORIES = ("in-place", "untracked-write", "no-change", "new-view", "new-tensor")
+
+#: Statements the explorer offers (students may type any other).
+EXAMPLES = (
+    "x = x + 1", "x += 1", "x[0] = 1", "x[:] = x + 1", "x.add_(1)", "x = x.add_(1)",
+    "torch.add(x, 1, out=x)", "x = x[:]", "x = x.clone()", "x.sigmoid_()", "x.data += 1",
+    "x.detach().add_(1)", "x = x.contiguous()", "x *= 1",
+)
+
+_VALUES = [[0.5, -1.5, 2.0], [3.0, -0.25, 1.25]]  # distinct, non-zero, exact in float16
+
+
+def make_x(device: torch.device | str | None = None, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """The fresh tensor every statement is tried on: shape (2, 3), distinct non-zero values,
+    no ``requires_grad`` (float32 on the course device unless told otherwise)."""
+    device = torch.device(device) if device is not None else course_device()
+    return torch.tensor(_VALUES, dtype=dtype or torch.float32, device=device)
+
+
+@dataclass
+class Witness:
+    """What can be measured about one tensor object at one moment."""
+    id: int
+    data_ptr: int
+    version: int
+    shape: tuple
+    dtype: torch.dtype
+    values: torch.Tensor = field(repr=False)  # a detached copy
+
+    def short(self) -> str:
+        return f"id {self.id:#x}, storage {self.data_ptr:#x}, _version {self.version}"
+
+
+def witnesses(t: torch.Tensor) -> Witness:
+    """The three witnesses of a tensor (object, memory, autograd's counter) and a copy of its values."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"expected a tensor, got {type(t).__name__}")
+    return Witness(id(t), t.untyped_storage().data_ptr(), t._version, tuple(t.shape), t.dtype,
+                   t.detach().clone())
+
+
+def _contents_changed(before: Witness, after: Witness) -> bool:
+    if (before.data_ptr, before.shape, before.dtype) != (after.data_ptr, after.shape, after.dtype):
+        return True
+    return not torch.equal(before.values, after.values)
+
+
+@dataclass
+class Measurement:
+    """Everything :func:`measure` saw. ``x`` names ``original`` before and ``result`` after;
+    ``a = x`` was taken before the statement, so the alias ``a`` always names ``original``."""
+    statement: str
+    before: Witness            # x0 before
+    original_after: Witness    # x0 after (what the alias a sees)
+    after: Witness             # x1: what the name x refers to after the statement
+    same_object: bool
+    same_storage: bool
+    version_bumped: bool
+    contents_changed: bool
+    category: str
+
+    @property
+    def alias_changed(self) -> bool:
+        return self.contents_changed
+
+
+def measure(statement: str, device: torch.device | str | None = None,
+            dtype: torch.dtype | None = None) -> Measurement:
+    """Run ``statement`` (with ``torch`` and a fresh ``x`` from :func:`make_x` in scope) and measure it.
+
+    A reference to the original tensor is kept, so its ``id`` cannot be reused by a new object.
+    Errors raised by the statement propagate; the statement must leave ``x`` naming a tensor.
+    """
+    x0 = make_x(device, dtype)
+    a = x0  # the alias: another name for the same object
+    before = witnesses(x0)
+    scope = {"torch": torch, "x": x0, "a": a}
+    exec(compile(statement, "<statement>", "exec"), scope)  # noqa: S102 - course statements
+    x1 = scope.get("x")
+    if not isinstance(x1, torch.Tensor):
+        raise TypeError(f"after {statement!r}, x names a {type(x1).__name__}, not a tensor")
+    original_after, after = witnesses(x0), witnesses(x1)
+    same_object = x1 is x0
+    same_storage = after.data_ptr == before.data_ptr
+    bumped = original_after.version > before.version
+    changed = _contents_changed(before, original_after)
+    if bumped:
+        category = "in-place"
+    elif changed:
+        category = "untracked-write"
+    elif same_object:
+        category = "no-change"
+    elif same_storage:
+        category = "new-view"
+    else:
+        category = "new-tensor"
+    return Measurement(statement, before, original_after, after, same_object, same_storage, bumped,
+                       changed, category)
+
+
+def classify(statement: str, device: torch.device | str | None = None,
+             dtype: torch.dtype | None = None) -> str:
+    """The reference answer: the category of ``statement``, measured on this PyTorch and device."""
+    return measure(statement, device, dtype).category
+
+
+_HINTS = {
+    ("in-place", "untracked-write"):
+        "the values of the original tensor changed but its _version did not: autograd was not told. "
+        "Compare x0._version before/after first; only an unchanged version with changed values is an untracked write.",
+    ("untracked-write", "in-place"):
+        "the original tensor's values (or memory) changed while x0._version stayed put. Keep a copy of the "
+        "values (x.clone()) before running the statement and compare it with torch.equal afterwards.",
+    ("untracked-write", "no-change"):
+        "x still names the same object and its version is unchanged, but its values are not: compare contents too.",
+    ("in-place", "no-change"):
+        "x0._version went up even if the values look the same (e.g. multiplying by 1): autograd counts writes, "
+        "not changes. Check the version before anything else.",
+    ("no-change", "in-place"):
+        "same object, same storage, same version, same values: nothing was written. A statement like "
+        "x = x.contiguous() just hands back the same object.",
+    ("new-view", "in-place"):
+        "x now names a different object (compare with `is` or id, keeping a reference to the old one), "
+        "which shares the old storage, and nothing was written.",
+    ("new-view", "new-tensor"):
+        "the new object shares the old one's memory: compare x.untyped_storage().data_ptr() before and after.",
+    ("new-tensor", "new-view"):
+        "the new object has memory of its own: its untyped_storage().data_ptr() differs from the old one's.",
+    ("new-tensor", "in-place"):
+        "x names a new object and the old tensor's version is unchanged: the name was rebound, nothing written.",
+    ("in-place", "new-tensor"):
+        "the original tensor's _version went up: it was written in place. Keep a reference to it (x0 = x) "
+        "and read x0._version after the statement, even if x was rebound.",
+    ("no-change", "new-tensor"):
+        "x still names the very same object (x_after is x_before); keep a reference to the old object, "
+        "or ids can be reused by a new object after the old one is freed.",
+}
+
+
+def check_category(classify_update: Callable, statement: str, device: torch.device | None = None,
+                    dtype: torch.dtype | None = None) -> str:
+    """Check a student's ``classify_update`` on one statement against :func:`classify`."""
+    device = torch.device(device) if device is not None else course_device()
+    dtype = dtype or torch.float32
+    expected = classify(statement, device, dtype)
+    got = call_student(classify_update, statement, device=device, dtype=dtype, name="classify_update")
+    check_type(got, str, f"classify_update({statement!r})", hint=f"return one of {CATEGORIES}.")
+    if got not in CATEGORIES:
+        fail(f"classify_update({statement!r}) returned an unknown category", got=repr(got),
+             expected=" or ".join(map(repr, CATEGORIES)), hint="spell the category exactly as in the table above.")
+    if got != expected:
+        m = measure(statement, device, dtype)
+        facts = (f"measured: same object {m.same_object}, same storage {m.same_storage}, "
+                 f"x0._version {m.before.version} -> {m.original_after.version}, "
+                 f"x0's contents changed {m.contents_changed}")
+        fail(f"classify_update({statement!r}) gave the wrong category",
+             inputs=f"x = make_x({str(device)!r}, {dtype})", expected=repr(expected), got=repr(got), detail=facts,
+             hint=_HINTS.get((expected, got), "apply the rules of the table in order, on measurements."))
+    return got
+
+
+# --------------------------------------------------------------------------- showing measurements
+
+def measurement_rows(m: Measurement) -> list[tuple[str, str, str, str]]:
+    """(who, id, data_ptr, _version) rows: x before, x after, and the alias a after."""
+    def row(who: str, w: Witness) -> tuple[str, str, str, str]:
+        return who, f"{w.id:#x}", f"{w.data_ptr:#x}", str(w.version)
+    return [row("x before", m.before), row("x after", m.after), row("a after (a = x before)", m.original_after)]
+
+
+def _values_text(w: Witness) -> str:
+    return str([round(v, 3) for v in w.values.double().flatten().tolist()])
+
+
+def print_measurements(statements, device=None, dtype=None) -> None:
+    """A text table of the raw measurements for several statements (no verdicts: you decide)."""
+    head = f"{'statement':<28} {'same object':>11} {'same storage':>12} {'x0._version':>11} {'x0 changed':>10}"
+    print(head)
+    print("-" * len(head))
+    for s in statements:
+        m = measure(s, device, dtype)
+        print(f"{s:<28} {str(m.same_object):>11} {str(m.same_storage):>12} "
+              f"{f'{m.before.version} -> {m.original_after.version}':>11} {str(m.contents_changed):>10}")
+
+
+def measurement_html(m: Measurement) -> str:
+    """The explorer's read-out as an HTML table."""
+    rows = "".join(
+        f"<tr><td>{html.escape(who)}</td><td><code>{i}</code></td><td><code>{p}</code></td><td>{v}</td></tr>"
+        for who, i, p, v in measurement_rows(m))
+    return (f"<p><b>{html.escape(m.statement)}</b></p>"
+            "<table><tr><th>name</th><th>id(...)</th><th>untyped_storage().data_ptr()</th><th>_version</th></tr>"
+            f"{rows}</table>"
+            f"<p>x after is the same object: <b>{m.same_object}</b>; shares the old storage: <b>{m.same_storage}</b>; "
+            f"x0's contents changed: <b>{m.contents_changed}</b></p>"
+            f"<p>a (alias) before: <code>{_values_text(m.before)}</code><br>"
+            f"a (alias) after: <code>{_values_text(m.original_after)}</code><br>"
+            f"x after: <code>{_values_text(m.after)}</code></p>")
+
+
+def draw_names_objects_storage(m: Measurement, fig=None):
+    """Two panels (before / after): names -> tensor objects -> storage, arrows included."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyBboxPatch
+
+    if fig is None:
+        fig = plt.figure(figsize=(10, 3.6))
+    axes = fig.subplots(1, 2)
+
+    def box(ax, xy, text, color):
+        x, y = xy
+        ax.add_patch(FancyBboxPatch((x - 0.13, y - 0.09), 0.26, 0.18, boxstyle="round,pad=0.02",
+                                    facecolor=color, edgecolor="black"))
+        ax.text(x, y, text, ha="center", va="center", fontsize=8)
+
+    def arrow(ax, a, b):
+        ax.annotate("", xy=(b[0] - 0.15, b[1]), xytext=(a[0] + 0.15, a[1]),
+                    arrowprops=dict(arrowstyle="->", lw=1.4))
+
+    def panel(ax, title, name_targets, objects, storages):
+        ax.set_xlim(0, 1.2)
+        ax.set_ylim(0, 1)
+        ax.axis("off")
+        ax.set_title(title, fontsize=10)
+        for col, head in ((0.15, "names"), (0.55, "objects"), (0.98, "storage")):
+            ax.text(col, 0.97, head, ha="center", fontsize=9, style="italic")
+        obj_y = {key: 0.7 - 0.4 * i for i, key in enumerate(objects)}
+        sto_y = {key: 0.7 - 0.4 * i for i, key in enumerate(storages)}
+        for i, (name, target) in enumerate(name_targets):
+            ny = 0.7 - 0.4 * i
+            box(ax, (0.15, ny), name, "#e8f0ff")
+            arrow(ax, (0.15, ny), (0.55, obj_y[target]))
+        for key, (text, sto) in objects.items():
+            box(ax, (0.55, obj_y[key]), text, "#fff3d6")
+            arrow(ax, (0.55, obj_y[key]), (0.98, sto_y[sto]))
+        for key, text in storages.items():
+            box(ax, (0.98, sto_y[key]), text, "#e4f7e4")
+
+    b, oa, af = m.before, m.original_after, m.after
+
+    def obj_text(w):
+        return f"Tensor id ..{w.id % 0x10000:04x}\n_version {w.version}"
+
+    def sto_text(w, label):
+        vals = w.values.double().flatten().tolist()[:3]
+        return f"{label} ..{w.data_ptr % 0x10000:04x}\n" + ", ".join(f"{v:g}" for v in vals) + ", ..."
+
+    panel(axes[0], "before", [("x", "x0"), ("a", "x0")], {"x0": (obj_text(b), "s0")},
+          {"s0": sto_text(b, "storage")})
+    if m.same_object:
+        objects = {"x0": (obj_text(oa), "s0")}
+        names = [("x", "x0"), ("a", "x0")]
+    else:
+        objects = {"x1": (obj_text(af), "s0" if m.same_storage else "s1"), "x0": (obj_text(oa), "s0")}
+        names = [("x", "x1"), ("a", "x0")]
+    storages = {"s0": sto_text(oa, "storage")}
+    if not m.same_storage:
+        storages = {"s1": sto_text(af, "new storage"), **storages} if not m.same_object else storages
+    title = f"after  {m.statement}"
+    if m.contents_changed:
+        title += ("  (written, version +1)" if m.version_bumped else "  (written, version NOT bumped)")
+    panel(axes[1], title, names, objects, storages)
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- the explorer
+
+def has_front_end() -> bool:
+    """True inside a Jupyter kernel (a front end may render widgets), False in plain Python."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+class StorageExplorer:
+    """Pick or type a statement, press *Measure*, read id / data_ptr / _version before and after.
+
+    The callbacks are plain methods (:meth:`on_pick`, :meth:`on_measure`), so a test can drive the
+    widget without a browser: set ``explorer.text.value`` and call ``explorer.button.click()``.
+    """
+
+    def __init__(self, statements=EXAMPLES, device=None, dtype=None, draw: bool = True):
+        import ipywidgets as widgets
+
+        self.device, self.dtype, self.draw = device, dtype, draw
+        self.last: Measurement | None = None
+        self.error: str | None = None
+        self.figures = 0
+        self.dropdown = widgets.Dropdown(options=list(statements), value=statements[0], description="example")
+        self.text = widgets.Text(value=statements[0], description="statement",
+                                 layout=widgets.Layout(width="420px"))
+        self.button = widgets.Button(description="Measure", button_style="primary")
+        self.html = widgets.HTML()
+        self.out = widgets.Output()
+        self.dropdown.observe(self.on_pick, names="value")
+        self.button.on_click(self.on_measure)
+        self.text.continuous_update = False
+        self.widget = widgets.VBox([widgets.HBox([self.dropdown]), widgets.HBox([self.text, self.button]),
+                                    self.html, self.out])
+        self.on_measure()
+
+    def on_pick(self, change) -> None:
+        """Dropdown callback: copy the example into the text box and measure it."""
+        self.text.value = change["new"] if isinstance(change, dict) else change.new
+        self.on_measure()
+
+    def on_measure(self, _button=None) -> None:
+        """Button callback: measure ``self.text.value`` and show the read-out (and the picture)."""
+        statement = self.text.value.strip()
+        try:
+            self.last, self.error = measure(statement, self.device, self.dtype), None
+        except Exception as err:  # noqa: BLE001 - a typo must show a message, not break the widget
+            self.last, self.error = None, f"{type(err).__name__}: {err}"
+            self.html.value = f"<p style='color:#b00'>{html.escape(statement)} raised {html.escape(self.error)}</p>"
+            return
+        self.html.value = measurement_html(self.last)
+        if self.draw:
+            import matplotlib.pyplot as plt
+            self.out.clear_output(wait=True)
+            with self.out:
+                fig = draw_names_objects_storage(self.last)
+                self.figures += 1
+                plt.show()
+                plt.close(fig)
+
+
+def explorer(statements=EXAMPLES, device=None, dtype=None):
+    """Show the explorer in a notebook; without a widget front end, draw the static picture instead.
+
+    Returns the :class:`StorageExplorer` (or ``None`` when only the static figure was drawn).
+    """
+    try:
+        import ipywidgets  # noqa: F401
+        usable = has_front_end()
+    except ImportError:
+        usable = False
+    if usable:
+        from IPython.display import display
+        ex = StorageExplorer(statements, device, dtype)
+        display(ex.widget)
+        return ex
+    import matplotlib.pyplot as plt
+    m = measure(statements[0], device, dtype)
+    for who, i, p, v in measurement_rows(m):
+        print(f"{who:<24} id {i}  data_ptr {p}  _version {v}")
+    draw_names_objects_storage(m)
+    plt.show()
+    return None
+
+
+# --------------------------------------------------------------------------- the model question
+
+def reference_model(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """What ``leaky_model`` computes, written without a single in-place write."""
+    y = torch.sigmoid(torch.relu(x @ w + 0.1))
+    return torch.cat([y[:, :2] * 2 - 0.5, (y[:, 2:] * 2) ** 2], dim=1)
+
+
+def model_inputs(device=None, dtype=torch.float64, n: int = 5, seed: int = 0):
+    """Leaf tensors ``x`` (n, 3) and ``w`` (3, 4) requiring grad, reproducible from ``seed``."""
+    device = torch.device(device) if device is not None else course_device()
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 3, generator=g, dtype=torch.float64)
+    w = torch.randn(3, 4, generator=g, dtype=torch.float64)
+    return (x.to(device, dtype).requires_grad_(), w.to(device, dtype).requires_grad_())
+
+
+def check_fixed_model(fixed_model: Callable, device=None, dtype=torch.float64, seed: int = 0,
+                      no_inplace_on_saved: bool = True) -> None:
+    """Values and gradients of ``fixed_model`` against a float64 reference; no write on a saved tensor."""
+    from .inplace import InplaceOnSavedError, assert_no_inplace_on_saved
+
+    x, w = model_inputs(device, dtype, seed=seed)
+    where = f"x {tuple(x.shape)}, w {tuple(w.shape)}, {str(dtype).replace('torch.', '')} on {x.device}, seed {seed}"
+    out = call_student(fixed_model, x, w, name="fixed_model")
+    check_type(out, torch.Tensor, "fixed_model(x, w)")
+    check_true(out.requires_grad, "fixed_model(x, w) is cut off from autograd", inputs=where,
+               expected="an output with requires_grad=True", got="requires_grad=False",
+               hint="no torch.no_grad(), .detach() or .data: gradients must flow back to x and w.")
+    xr, wr = (t.detach().double().requires_grad_() for t in (x, w))
+    ref = reference_model(xr, wr)
+    check_close(out, ref.to(out.device, dtype), "fixed_model(x, w)", inputs=where)
+    r = torch.linspace(-1, 1, ref.numel(), dtype=torch.float64, device=ref.device).reshape(ref.shape)
+    gx_ref, gw_ref = torch.autograd.grad((ref * r).sum(), (xr, wr))
+    try:
+        gx, gw = torch.autograd.grad((out * r.to(out.device, out.dtype)).sum(), (x, w), allow_unused=True)
+    except RuntimeError as err:
+        fail("backward through fixed_model(x, w) failed", inputs=where, detail=str(err)[:600],
+             hint="an in-place write still modifies a tensor autograd saved: build the result with torch.cat.")
+    for name, g, g_ref in (("x", gx, gx_ref), ("w", gw, gw_ref)):
+        check_true(g is not None, f"no gradient reaches {name}", inputs=where,
+                   hint="every input must stay connected to the output (no .detach()).")
+        check_close(g, g_ref.to(g.device, dtype), f"gradient of fixed_model with respect to {name}",
+                    inputs=where,
+                    hint="forward values are right but the gradient is wrong: something hid a write from autograd "
+                         "(.data, a saved_tensors_hooks trick, .detach()). Compute each piece as a new tensor.")
+    if no_inplace_on_saved:
+        try:
+            assert_no_inplace_on_saved(fixed_model, *model_inputs(device, dtype, seed=seed))
+        except InplaceOnSavedError as err:
+            fail("fixed_model writes into a tensor autograd saved for backward", inputs=where,
+                 detail=str(err)[:800], hint="compute each piece as a new tensor and join them with torch.cat.")
