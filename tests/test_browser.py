@@ -1,0 +1,323 @@
+"""The course in a real JupyterLab, in a real browser (Debian's chromium driven by Playwright).
+
+One test, in one temporary copy of the course, with nbgrader's student view (the instructor panels
+that ``postBuild`` turns off on Binder are off here too, read from ``postBuild`` itself):
+
+1. a lesson: Run All Cells from the menu; no cell errored; an ipywidget and a plot rendered; clicking
+   the widget's button redraws the plot (so the kernel-to-browser widget round trip works);
+2. the released assignment as handed out: nbgrader's **Validate** toolbar button reports failing tests;
+3. the same assignment filled in with the source notebook's solutions: Run All (no errors), then
+   Validate reports success.
+
+Screenshots go to ``artifacts/browser/`` (gitignored) and, with ``UPDATE_SCREENSHOTS=1``, to
+``docs/screenshots/`` for the README. Chromium missing: skipped locally, a failure under ``CI=true``.
+Playwright's own browser download is never used (it does not work here): ``executable_path`` points
+at the system chromium.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent                      # the course venv's bin (jupyter, the kernel)
+CHROMIUM = os.environ.get("COURSE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+IN_CI = os.environ.get("CI", "").lower() == "true"
+LESSON = "notebooks/01_version_counter_explorer.ipynb"
+ASSIGNMENT = "00_orientation"
+ARTIFACTS = ROOT / "artifacts" / "browser"
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+VIEWPORT = {"width": 1280, "height": 820}
+# Run All, Validate (which re-executes the notebook), kernel start-up: generous on a 2-core machine.
+CELL_TIMEOUT_MS = 120_000
+
+
+def _require_browser():
+    """Chromium and Playwright, or skip (locally) / fail (under CI=true: the test must run there)."""
+    problems = []
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        problems.append(f"no chromium at {CHROMIUM} (apt-get install chromium)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        problems.append("Python package playwright is not installed (pip install -e '.[dev]')")
+    if problems:
+        if IN_CI:
+            pytest.fail("browser test cannot run under CI=true: " + "; ".join(problems))
+        pytest.skip("; ".join(problems))
+
+
+def _student_view_from_postbuild() -> tuple[list[str], list[str]]:
+    """The JupyterLab plugin ids and server extensions Binder's postBuild turns off."""
+    text = (ROOT / "postBuild").read_text()
+    lab = re.search(r'^LAB_PLUGINS="([^"]+)"', text, re.M)
+    server = re.search(r'^SERVER_EXTENSIONS="([^"]+)"', text, re.M)
+    assert lab and server, "postBuild must define LAB_PLUGINS=\"...\" and SERVER_EXTENSIONS=\"...\""
+    return lab.group(1).split(), server.group(1).split()
+
+
+def _solved_copy(release_nb: Path, source_nb: Path, out: Path) -> None:
+    """The released notebook with each solution cell replaced by the source's answer (markers removed)."""
+    src = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nbformat.read(source_nb, 4).cells}
+    nb = nbformat.read(release_nb, 4)
+    n = 0
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("solution") and meta.get("grade_id") in src:
+            lines = src[meta["grade_id"]].source.splitlines()
+            cell.source = "\n".join(ln for ln in lines if "### BEGIN SOLUTION" not in ln
+                                    and "### END SOLUTION" not in ln)
+            n += 1
+    assert n, f"no solution cell of {source_nb} matched {release_nb}"
+    nbformat.write(nb, out)
+
+
+def _course_copy(tmp: Path) -> Path:
+    course = tmp / "course"
+    course.mkdir()
+    for name in ("notebooks", "release"):
+        shutil.copytree(ROOT / name, course / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    work = course / "my_work" / ASSIGNMENT
+    work.mkdir(parents=True)
+    _solved_copy(ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
+                 ROOT / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", work / f"{ASSIGNMENT}.ipynb")
+    return course
+
+
+def _jupyter_env(tmp: Path) -> dict:
+    lab_off, server_off = _student_view_from_postbuild()
+    config = tmp / "jupyter_config"
+    (config / "labconfig").mkdir(parents=True)
+    (config / "jupyter_server_config.d").mkdir()
+    # what `jupyter labextension disable/lock` writes, at user level instead of sys-prefix; the news
+    # pop-up is off too so it does not cover the screenshots
+    off = {p: True for p in lab_off + ["@jupyterlab/apputils-extension:announcements"]}
+    (config / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": off, "lockedExtensions": off}))
+    (config / "jupyter_server_config.d" / "zz-course-student.json").write_text(
+        json.dumps({"ServerApp": {"jpserver_extensions": {e: False for e in server_off}}}))
+    settings = tmp / "lab_settings"
+    # every cell stays in the DOM (no windowing), so the test sees all outputs
+    (settings / "@jupyterlab" / "notebook-extension").mkdir(parents=True)
+    (settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
+        json.dumps({"windowingMode": "none"}))
+    env = dict(os.environ)
+    env.update({
+        "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+        # a config *path* entry ranks above the venv's sys-prefix config (where nbgrader.json turns
+        # every nbgrader server extension on); the user config dir does not override that file
+        "JUPYTER_CONFIG_PATH": str(config),
+        "JUPYTER_CONFIG_DIR": str(tmp / "jupyter_user_config"),
+        "JUPYTERLAB_SETTINGS_DIR": str(settings),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "lab_workspaces"),
+        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+        "PYTHONHASHSEED": "0",
+    })
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_server(port: int, token: str, proc: subprocess.Popen, log: Path, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    url = f"http://127.0.0.1:{port}/api/status"
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"JupyterLab exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            req = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
+            with urllib.request.urlopen(req, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"JupyterLab did not answer {url} within {timeout} s:\n{log.read_text()[-3000:]}")
+
+
+def _save(page, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    if os.environ.get("UPDATE_SCREENSHOTS") == "1":
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, SCREENSHOTS / f"{name}.png")
+    return path
+
+
+# --------------------------------------------------------------------------- page helpers
+
+def _open(page, base: str, token: str, workspace: str, path: str):
+    # one workspace per notebook: a fresh layout holding just that notebook
+    page.goto(f"{base}/lab/workspaces/{workspace}/tree/{path}?token={token}")
+    panel = page.locator(".jp-NotebookPanel").first
+    panel.wait_for(timeout=CELL_TIMEOUT_MS)
+    # the kernel must be started and idle before we run anything
+    page.wait_for_function(
+        "() => { const s = document.querySelector('.jp-NotebookPanel .jp-Toolbar-kernelStatus, "
+        ".jp-NotebookPanel [data-jp-item-name=\"kernelStatus\"]');"
+        " return !s || /idle/i.test(s.getAttribute('title') || s.textContent || ''); }",
+        timeout=CELL_TIMEOUT_MS)
+    page.wait_for_timeout(500)
+    return panel
+
+
+def _hide_file_browser(page):
+    # clicking the current tab of the left sidebar collapses it (more room for the notebook)
+    current = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current")
+    if current.count():
+        current.first.click()
+        page.locator("#jp-left-stack").wait_for(state="hidden")
+
+
+def _run_all(page):
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    # done when every code cell shows an execution count ("[*]" while queued or running)
+    page.wait_for_function(
+        "() => { const p = [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')];"
+        " return p.length > 0 && p.every(e => /\\[\\d+\\]/.test(e.textContent)); }",
+        timeout=CELL_TIMEOUT_MS)
+
+
+def _errors(page) -> list[str]:
+    """Text of every error or stderr output (tracebacks, warnings on stderr)."""
+    outputs = page.locator('.jp-NotebookPanel .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
+    return [outputs.nth(i).inner_text()[:800] for i in range(outputs.count())]
+
+
+def _validate(page) -> tuple[str, str]:
+    """Click nbgrader's Validate button; return (result class, dialog text) and close the dialog."""
+    button = page.locator(".jp-NotebookPanel-toolbar").get_by_role("button", name="Validate")
+    button.click()
+    message = page.locator(".jp-Dialog #validation-message")
+    message.wait_for(timeout=CELL_TIMEOUT_MS)
+    classes = message.get_attribute("class") or ""
+    kind = next((c for c in classes.split() if c.startswith("validation-")), "")
+    return kind, page.locator(".jp-Dialog").inner_text()
+
+
+def _close_dialog(page):
+    page.locator(".jp-Dialog").get_by_role("button", name=re.compile("ok", re.I)).click()
+    page.locator(".jp-Dialog").wait_for(state="detached")
+
+
+# --------------------------------------------------------------------------- the test
+
+def test_course_in_jupyterlab_and_chromium(tmp_path):
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    started = time.monotonic()
+    course = _course_copy(tmp_path)
+    env = _jupyter_env(tmp_path)
+    port, token = _free_port(), secrets.token_hex(24)
+    log = tmp_path / "jupyterlab.log"
+    cmd = [str(BIN / "jupyter"), "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+           f"--ServerApp.port={port}", f"--IdentityProvider.token={token}",
+           f"--ServerApp.root_dir={course}", "--ServerApp.port_retries=0",
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    # cwd = the course copy: nbgrader's Validate reads nbgrader_config.py from the server's cwd
+    server = subprocess.Popen(cmd, cwd=course, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for_server(port, token, server, log)
+        server_log = log.read_text()
+        for ext in _student_view_from_postbuild()[1]:
+            assert f"{ext} | extension was successfully" not in server_log, f"{ext} should be off for students"
+        assert "validate_assignment | extension was successfully" in server_log
+
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport=VIEWPORT)
+                page.set_default_timeout(30_000)
+
+                # 1. a lesson, run in full
+                _open(page, base, token, "lesson", LESSON)
+                _hide_file_browser(page)
+                assert page.locator("#jp-mainmenu-nbgrader").count() in (0, 1)
+                _run_all(page)
+                errors = _errors(page)
+                assert not errors, "cells wrote errors / stderr:\n" + "\n---\n".join(errors)
+                page.locator(".jupyter-widgets .widget-slider").first.wait_for(timeout=CELL_TIMEOUT_MS)
+                assert page.locator(".jp-NotebookPanel .jupyter-widgets").count() >= 3
+                images = page.locator(".jp-NotebookPanel .jp-RenderedImage img")
+                images.first.wait_for()
+                assert images.count() >= 3
+                assert page.evaluate("() => [...document.querySelectorAll('.jp-RenderedImage img')]"
+                                     ".every(i => i.complete && i.naturalWidth > 100)")
+                # the widget talks to the kernel: "prev" re-draws the figure below it
+                widget = page.locator(".jp-NotebookPanel .jupyter-widgets.widget-vbox").first
+                readout = widget.locator(".widget-html-content").first
+                assert "after line 7" in readout.inner_text()
+                before = images.first.get_attribute("src")
+                widget.get_by_role("button", name=re.compile("prev")).click()
+                page.wait_for_function("b => document.querySelector('.jp-NotebookPanel .jp-RenderedImage img')"
+                                       ".getAttribute('src') !== b", arg=before, timeout=60_000)
+                assert "after line 6" in readout.inner_text()
+                cell = widget.locator("xpath=ancestor::div[contains(@class,'jp-CodeCell')]").first
+                cell.evaluate("e => e.scrollIntoView({block: 'start'})")
+                page.wait_for_timeout(300)
+                _save(page, "lesson_version_counter_explorer")
+
+                # 2. the assignment as released: Validate lists failing tests
+                _open(page, base, token, "released", f"release/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")
+                _hide_file_browser(page)
+                kind, text = _validate(page)
+                assert kind == "validation-failed", text
+                assert "The following cell failed" in text and "NotImplementedError" in text, text
+                _save(page, "validate_released_assignment")
+                _close_dialog(page)
+
+                # 3. filled in with the solutions: runs clean, Validate says success
+                _open(page, base, token, "solved", f"my_work/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")
+                _hide_file_browser(page)
+                _run_all(page)
+                errors = _errors(page)
+                assert not errors, "solved notebook wrote errors:\n" + "\n---\n".join(errors)
+                page.locator(".jp-NotebookPanel .jp-Cell").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+                kind, text = _validate(page)
+                assert kind == "validation-success", text
+                assert "Success! Your notebook passes all the tests." in text
+                _save(page, "validated_assignment")
+                _close_dialog(page)
+            finally:
+                browser.close()
+    finally:
+        try:
+            os.killpg(server.pid, signal.SIGTERM)   # the server and the kernels it started
+            server.wait(timeout=15)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(server.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        shutil.copy(log, ARTIFACTS / "jupyterlab.log") if ARTIFACTS.exists() else None
+    elapsed = time.monotonic() - started
+    print(f"browser test: {elapsed:.0f} s")
+    assert elapsed < 180, f"browser test took {elapsed:.0f} s (budget 180 s)"
