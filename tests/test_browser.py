@@ -5,7 +5,8 @@ that ``postBuild`` turns off on Binder are off here too, read from ``postBuild``
 
 1. a lesson: Run All Cells from the menu; no cell errored; an ipywidget and a plot rendered; clicking
    the widget's button redraws the plot (so the kernel-to-browser widget round trip works);
-2. the released assignment as handed out: nbgrader's **Validate** toolbar button reports failing tests;
+2. the released assignment as handed out: Run All shows the stubs' NotImplementedError (so the
+   error check of step 1 can fail), and nbgrader's **Validate** toolbar button reports failing tests;
 3. the same assignment filled in with the source notebook's solutions: Run All (no errors), then
    Validate reports success.
 
@@ -166,6 +167,16 @@ def _save(page, name: str) -> Path:
     return path
 
 
+def _save_failure(browser) -> None:
+    """On failure, keep what every open page showed (artifacts/browser/failure-N.png)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for i, page in enumerate(p for c in browser.contexts for p in c.pages):
+        try:
+            page.screenshot(path=str(ARTIFACTS / f"failure-{i}.png"))
+        except Exception:  # noqa: BLE001 - best effort, the real error is re-raised
+            pass
+
+
 # --------------------------------------------------------------------------- page helpers
 
 def _open(page, base: str, token: str, workspace: str, path: str):
@@ -173,14 +184,14 @@ def _open(page, base: str, token: str, workspace: str, path: str):
     page.goto(f"{base}/lab/workspaces/{workspace}/tree/{path}?token={token}")
     panel = page.locator(".jp-NotebookPanel").first
     panel.wait_for(timeout=CELL_TIMEOUT_MS)
-    # the kernel must be started and idle before we run anything
-    page.wait_for_function(
-        "() => { const s = document.querySelector('.jp-NotebookPanel .jp-Toolbar-kernelStatus, "
-        ".jp-NotebookPanel [data-jp-item-name=\"kernelStatus\"]');"
-        " return !s || /idle/i.test(s.getAttribute('title') || s.textContent || ''); }",
-        timeout=CELL_TIMEOUT_MS)
-    page.wait_for_timeout(500)
+    _wait_idle(page)
     return panel
+
+
+def _wait_idle(page):
+    """Wait for the status bar to say the kernel is idle ("Python 3 (course) | Idle")."""
+    page.locator(".jp-StatusBar-Widget").get_by_text(re.compile(r"\|\s*Idle\s*$")).first.wait_for(
+        timeout=CELL_TIMEOUT_MS)
 
 
 def _hide_file_browser(page):
@@ -194,11 +205,20 @@ def _hide_file_browser(page):
 def _run_all(page):
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-    # done when every code cell shows an execution count ("[*]" while queued or running)
+    # done when no cell is queued or running ("[*]"); JupyterLab stops a Run All at the first error
     page.wait_for_function(
         "() => { const p = [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')];"
-        " return p.length > 0 && p.every(e => /\\[\\d+\\]/.test(e.textContent)); }",
+        " return p.length > 0 && p.some(e => /\\[\\d+\\]/.test(e.textContent))"
+        " && !p.some(e => e.textContent.includes('*')); }",
         timeout=CELL_TIMEOUT_MS)
+    _wait_idle(page)
+
+
+def _not_executed(page) -> int:
+    """How many code cells have no execution count (a Run All stopped early)."""
+    return page.evaluate(
+        "() => [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')]"
+        ".filter(e => !/\\[\\d+\\]/.test(e.textContent)).length")
 
 
 def _errors(page) -> list[str]:
@@ -264,6 +284,7 @@ def test_course_in_jupyterlab_and_chromium(tmp_path):
                 _run_all(page)
                 errors = _errors(page)
                 assert not errors, "cells wrote errors / stderr:\n" + "\n---\n".join(errors)
+                assert _not_executed(page) == 0
                 page.locator(".jupyter-widgets .widget-slider").first.wait_for(timeout=CELL_TIMEOUT_MS)
                 assert page.locator(".jp-NotebookPanel .jupyter-widgets").count() >= 3
                 images = page.locator(".jp-NotebookPanel .jp-RenderedImage img")
@@ -288,6 +309,10 @@ def test_course_in_jupyterlab_and_chromium(tmp_path):
                 # 2. the assignment as released: Validate lists failing tests
                 _open(page, base, token, "released", f"release/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")
                 _hide_file_browser(page)
+                _run_all(page)   # the stubs raise: the error check above must see that (it can fail)
+                errors = _errors(page)
+                assert errors and any("NotImplementedError" in e for e in errors), errors
+                page.locator(".jp-NotebookPanel .jp-Cell").first.evaluate("e => e.scrollIntoView({block: 'start'})")
                 kind, text = _validate(page)
                 assert kind == "validation-failed", text
                 assert "The following cell failed" in text and "NotImplementedError" in text, text
@@ -300,12 +325,16 @@ def test_course_in_jupyterlab_and_chromium(tmp_path):
                 _run_all(page)
                 errors = _errors(page)
                 assert not errors, "solved notebook wrote errors:\n" + "\n---\n".join(errors)
+                assert _not_executed(page) == 0
                 page.locator(".jp-NotebookPanel .jp-Cell").first.evaluate("e => e.scrollIntoView({block: 'start'})")
                 kind, text = _validate(page)
                 assert kind == "validation-success", text
                 assert "Success! Your notebook passes all the tests." in text
                 _save(page, "validated_assignment")
                 _close_dialog(page)
+            except Exception:
+                _save_failure(browser)
+                raise
             finally:
                 browser.close()
     finally:
