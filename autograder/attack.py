@@ -598,3 +598,60 @@ def show_attack(model, image, delta, eps=None, conf=0.5):
     fig.tight_layout()
     return fig
 
+
+
+# --------------------------------------------------------------------------- beyond the best box
+
+def vanish_attack(model, images, eps, steps, threshold=0.25, progress=True):
+    """PGD that pushes down *every* confident objectness, not just the best one.
+
+    Lowering only the maximum moves the top cell a little while its neighbours stay above the
+    detection threshold; summing the objectness of all cells above ``threshold`` attacks every
+    box at once. Returns ``(delta, history)``: history holds the number of detections (conf 0.5)
+    before the first step and after each step, for a plot.
+    """
+    from .detector import detect
+
+    step = 2.5 * eps / steps
+    delta = torch.zeros_like(images)
+    with torch.no_grad():
+        history = [sum(len(d) for d in detect(model, images))]
+    it = range(steps)
+    if progress:
+        from tqdm.auto import tqdm
+        it = tqdm(it, desc="PGD, all boxes", leave=False)
+    for _ in it:
+        delta.requires_grad_(True)
+        raw = model.raw_outputs(images + delta)
+        obj = torch.cat([level[..., 4].flatten(1) for level in raw], 1).sigmoid()
+        loss = (obj * (obj > threshold)).sum()
+        (g,) = torch.autograd.grad(loss, delta)
+        delta = (delta.detach() - step * g.sign()).clamp(-eps, eps)
+        delta = (images + delta).clamp(0, 1) - images
+        with torch.no_grad():
+            history.append(sum(len(d) for d in detect(model, images + delta)))
+    return delta.detach(), history
+
+
+def show_vanish(model, images, delta, history, shown=4):
+    """Figure: detections per image before/after for a few images, and detections left per step."""
+    import matplotlib.pyplot as plt
+
+    from .detector import detect
+
+    with torch.no_grad():
+        before, after = detect(model, images), detect(model, images + delta)
+    fig = plt.figure(figsize=(10, 4.6))
+    grid = fig.add_gridspec(2, shown + 1, width_ratios=[1] * shown + [1.6])
+    for i in range(shown):
+        draw_detections(fig.add_subplot(grid[0, i]), images[i], before[i], f"before: {len(before[i])}")
+        draw_detections(fig.add_subplot(grid[1, i]), (images + delta)[i], after[i], f"after: {len(after[i])}")
+    ax = fig.add_subplot(grid[:, shown])
+    total = max(history)
+    ax.plot(range(len(history)), history, marker="o", ms=3)
+    ax.set_xlabel("PGD step")
+    ax.set_ylabel(f"detections left in {len(images)} images")
+    ax.set_ylim(0, total + 1)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
