@@ -224,3 +224,19 @@ def test_show_attack_draws_three_panels():
     x, _ = synthetic_batch(1, seed=3)
     fig = A.show_attack(model, x, A.pgd_attack(model, x, A.ATTACK_EPS, 2), eps=A.ATTACK_EPS)
     assert len(fig.axes) == 3
+
+
+def test_vanish_attack_removes_most_detections_within_budget():
+    from autograder.attack import attack_model, vanish_attack
+    from autograder.detector import synthetic_batch
+
+    torch.set_num_threads(1)
+    model = attack_model("cpu")
+    images, _ = synthetic_batch(6, seed=4242)  # images no notebook uses
+    eps = 32 / 255
+    delta, history = vanish_attack(model, images, eps=eps, steps=40, progress=False)
+    assert float(delta.abs().max()) <= eps + 1e-6
+    adv = images + delta
+    assert float(adv.min()) >= -1e-6 and float(adv.max()) <= 1 + 1e-6
+    assert len(history) == 41 and history[0] >= 6
+    assert history[-1] <= history[0] // 2, f"detections {history[0]} -> {history[-1]}: the attack should remove most"
