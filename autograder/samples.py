@@ -18,6 +18,10 @@ A sample is a small text file ``tests/samples/<assignment>/<student>.py``::
 Each block replaces the source of the cell with that nbgrader ``grade_id`` in the *released*
 notebook (``delete`` removes the cell, as a careless student might); cells not named keep their
 stub. Because samples are built from ``release/``, they never drift from the assignment.
+
+A sample that differs from another in one answer says so instead of repeating the rest:
+``# base: ada`` starts from ``ada.py``'s blocks (same folder) and its own blocks replace those with
+the same grade id.
 """
 from __future__ import annotations
 
@@ -44,14 +48,17 @@ class Sample:
     expect_auto: float | None
     expect_questions: dict[str, float] = field(default_factory=dict)
     blocks: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, grade_id, text)
+    base: str | None = None
 
 
 def parse_sample(path: Path) -> Sample:
     text = path.read_text()
     head = text[: m.start()] if (m := _BLOCK.search(text)) else text
     about = " ".join(l[len("# about:"):].strip() for l in head.splitlines() if l.startswith("# about:"))
-    expect_auto, expect_q = None, {}
+    expect_auto, expect_q, base = None, {}, None
     for line in head.splitlines():
+        if line.startswith("# base:"):
+            base = line[len("# base:"):].strip()
         if line.startswith("# expect:"):
             for item in line[len("# expect:"):].split():
                 key, _, value = item.partition("=")
@@ -63,8 +70,14 @@ def parse_sample(path: Path) -> Sample:
     blocks = [(parts[i], parts[i + 1], parts[i + 2].strip("\n") + "\n") for i in range(0, len(parts), 3)]
     if expect_auto is None:
         raise ValueError(f"{path}: no '# expect: auto=N' line")
-    return Sample(path, path.parent.name, path.stem, about, expect_auto, expect_q,
-                  [(k, g, t.rstrip("\n")) for k, g, t in blocks])
+    own = [(k, g, t.rstrip("\n")) for k, g, t in blocks]
+    if base:
+        base_path = path.with_name(base + ".py")
+        if not base_path.exists() or base_path == path:
+            raise ValueError(f"{path}: '# base: {base}' names no other sample in {path.parent}")
+        mine = {g for _, g, _ in own}
+        own = [b for b in parse_sample(base_path).blocks if b[1] not in mine] + own
+    return Sample(path, path.parent.name, path.stem, about, expect_auto, expect_q, own, base)
 
 
 def load_samples(assignment: str | None = None) -> list[Sample]:
