@@ -58,6 +58,8 @@ def _table(results: list[course.Result]) -> str:
         out.append("-" * len(head))
         totals = [(f"{r.auto_score:g}/{r.auto_max:g}" if r.ok else "error").rjust(w) for r, w in zip(rs, ws)]
         out.append("autograded total".ljust(w0) + "  " + "  ".join(totals))
+        secs = [f"{r.seconds:.0f} s".rjust(w) for r, w in zip(rs, ws)]
+        out.append("autograde time".ljust(w0) + "  " + "  ".join(secs))
     return "\n".join(out)
 
 

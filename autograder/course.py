@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -252,6 +253,7 @@ class Result:
     error: str = ""
     feedback: list[Path] = field(default_factory=list)
     autograded: list[Path] = field(default_factory=list)
+    seconds: float = 0.0  # wall time of nbgrader autograde for this submission
 
     @property
     def auto_score(self) -> float:
@@ -313,8 +315,10 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
             if nb.resolve() != (target / nb.name).resolve():
                 shutil.copy2(nb, target / nb.name)
         res = Result(sub.student, sub.assignment, ok=False)
+        t0 = time.perf_counter()
         try:
             out = api.autograde(sub.assignment, sub.student, force=True, create=True)
+            res.seconds = time.perf_counter() - t0
             if not out.get("success"):
                 res.error = _short_error(out)
             else:
@@ -346,10 +350,11 @@ def write_csv(results: list[Result], dest_dir: Path) -> tuple[Path, Path]:
     totals, by_q = dest_dir / "grades.csv", dest_dir / "grades_by_question.csv"
     with totals.open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["student", "assignment", "status", "auto_score", "auto_max", "manual_pending"])
+        w.writerow(["student", "assignment", "status", "auto_score", "auto_max", "manual_pending",
+                    "autograde_seconds"])
         for r in results:
             w.writerow([r.student, r.assignment, "graded" if r.ok else "error: " + r.error,
-                        f"{r.auto_score:g}", f"{r.auto_max:g}", f"{r.manual_pending:g}"])
+                        f"{r.auto_score:g}", f"{r.auto_max:g}", f"{r.manual_pending:g}", f"{r.seconds:.1f}"])
     with by_q.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["student", "assignment", "question", "kind", "score", "max_score"])
