@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup demo test test-fast lab release selfgrade lock train clean
+.PHONY: help setup demo test test-fast lab release selfgrade lock train screenshots clean
 
 help:
 	@echo "make demo       set up, release, autograde the sample submissions, print the grade table"
@@ -16,6 +16,7 @@ help:
 	@echo "make release    regenerate release/ from source/ with nbgrader"
 	@echo "make selfgrade NB=path/to/notebook.ipynb   grade one filled-in notebook"
 	@echo "make train      retrain the small detector's weights (minutes)"
+	@echo "make screenshots  retake the README's screenshots (JupyterLab in Chromium)"
 	@echo "make lock       rewrite constraints.txt from the current venv"
 
 $(STAMP): constraints.txt pyproject.toml
@@ -47,6 +48,9 @@ selfgrade: setup
 
 train: setup
 	$(BIN)/python scripts/train_detector.py
+
+screenshots: setup
+	UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/test_browser.py
 
 lock: setup
 	{ sed -n '1,3p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > constraints.new && mv constraints.new constraints.txt
