@@ -36,30 +36,34 @@ def _print_problems(problems: list[Problem]) -> None:
         print(p, file=sys.stderr)
 
 
-def _table(results: list[course.Result]) -> str:
-    """One block per assignment: questions down, students across, totals at the bottom."""
+def _table(results: list[course.Result], per_block: int = 7) -> str:
+    """One block per assignment (and per group of students): questions down, students across."""
     out = []
     for assignment in sorted({r.assignment for r in results}):
-        rs = [r for r in results if r.assignment == assignment]
         layout = course.gradebook_layout(assignment)
-        students = [r.student for r in rs]
-        w0 = max([len("question")] + [len(c["grade_id"]) + 9 for c in layout] + [10])
-        ws = [max(len(s), 7) for s in students]
-        head = "question".ljust(w0) + "  " + "  ".join(s.rjust(w) for s, w in zip(students, ws))
-        out += [f"\n{assignment}", head, "-" * len(head)]
-        for c in layout:
-            label = f"{c['grade_id']} ({c['points']:g}{'' if c['kind'] == 'auto' else ', ' + c['kind']})"
-            cells = []
-            for r, w in zip(rs, ws):
-                q = next((q for q in r.questions if q.grade_id == c["grade_id"]), None)
-                text = "error" if not r.ok else ("pending" if q is None or q.score is None else f"{q.score:g}")
-                cells.append(text.rjust(w))
-            out.append(label.ljust(w0) + "  " + "  ".join(cells))
-        out.append("-" * len(head))
-        totals = [(f"{r.auto_score:g}/{r.auto_max:g}" if r.ok else "error").rjust(w) for r, w in zip(rs, ws)]
-        out.append("autograded total".ljust(w0) + "  " + "  ".join(totals))
-        secs = [f"{r.seconds:.0f} s".rjust(w) for r, w in zip(rs, ws)]
-        out.append("autograde time".ljust(w0) + "  " + "  ".join(secs))
+        everyone = [r for r in results if r.assignment == assignment]
+        w0 = max([len("question")] + [len(c["grade_id"]) + 12 for c in layout] + [16])
+        for start in range(0, len(everyone), per_block):
+            rs = everyone[start:start + per_block]
+            ws = [max(len(r.student), 7) for r in rs]
+
+            def row(label, cells):
+                return label.ljust(w0) + "  " + "  ".join(str(c).rjust(w) for c, w in zip(cells, ws))
+
+            head = row("question", [r.student for r in rs])
+            out += [f"\n{assignment}" + (f" ({start + 1}-{start + len(rs)} of {len(everyone)})"
+                                         if len(everyone) > per_block else ""), head, "-" * len(head)]
+            for c in layout:
+                label = f"{c['grade_id']} ({c['points']:g}{'' if c['kind'] == 'auto' else ', ' + c['kind']})"
+                cells = []
+                for r in rs:
+                    q = next((q for q in r.questions if q.grade_id == c["grade_id"]), None)
+                    cells.append("error" if not r.ok else
+                                 "pending" if q is None or q.score is None else f"{q.score:g}")
+                out.append(row(label, cells))
+            out.append("-" * len(head))
+            out.append(row("autograded total", [f"{r.auto_score:g}/{r.auto_max:g}" if r.ok else "error" for r in rs]))
+            out.append(row("autograde time", [f"{r.seconds:.0f} s" for r in rs]))
     return "\n".join(out)
 
 

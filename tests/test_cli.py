@@ -75,6 +75,8 @@ def test_grade_reports_each_bad_file_and_grades_the_rest(tmp_path):
     for line in err.strip().splitlines():
         assert line.startswith("error: "), f"every problem is one line starting with 'error: ', got: {line!r}"
 
+    assert "autograded total" in proc.stdout and "8/8" in proc.stdout, proc.stdout
+    assert "graded 2 of 3 submission(s)" in proc.stdout, proc.stdout
     with (tmp_path / "grades.csv").open() as f:
         rows = {r["student"]: r for r in csv.DictReader(f)}
     assert rows["ada"]["status"] == "graded" and rows["ada"]["auto_score"] == "8"
