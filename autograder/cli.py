@@ -85,6 +85,9 @@ def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: boo
     results = course.grade(subs, workdir, progress=progress)
     totals, by_q = course.write_csv(results, outdir)
     print(_table(results))
+    for r in results:
+        for note in r.notes:
+            print(f"note: {r.student}/{r.assignment}: {note}")
     failed = [r for r in results if not r.ok]
     for r in failed:
         print(f"error: {r.student}/{r.assignment}: grading failed: {r.error}", file=sys.stderr)

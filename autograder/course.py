@@ -254,6 +254,7 @@ class Result:
     feedback: list[Path] = field(default_factory=list)
     autograded: list[Path] = field(default_factory=list)
     seconds: float = 0.0  # wall time of nbgrader autograde for this submission
+    notes: list[str] = field(default_factory=list)
 
     @property
     def auto_score(self) -> float:
@@ -307,14 +308,8 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
     bar = tqdm(subs, desc="autograding", unit="notebook", disable=not progress, file=sys.stdout)
     for sub in bar:
         bar.set_postfix_str(f"{sub.student}/{sub.assignment}")
-        target = workdir / "submitted" / sub.student / sub.assignment
-        if target.exists():
-            shutil.rmtree(target)
-        target.mkdir(parents=True)
-        for nb in sub.notebooks:
-            if nb.resolve() != (target / nb.name).resolve():
-                shutil.copy2(nb, target / nb.name)
         res = Result(sub.student, sub.assignment, ok=False)
+        _stage(sub, workdir / "submitted" / sub.student / sub.assignment, workdir, res)
         t0 = time.perf_counter()
         try:
             out = api.autograde(sub.assignment, sub.student, force=True, create=True)
@@ -336,6 +331,28 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
         results.append(res)
     bar.close()
     return results
+
+
+def _stage(sub: Submission, target: Path, workdir: Path, res: Result) -> None:
+    """Put the submission where nbgrader looks for it, never losing anything already there.
+
+    Grading the course's own ``submitted/`` folder copies nothing. A different earlier copy in the
+    way is moved to ``replaced_submissions/<time>/`` (reported), never deleted.
+    """
+    if all(nb.parent.resolve() == target.resolve() for nb in sub.notebooks):
+        return
+    if target.exists():
+        same = sorted(p.name for p in target.iterdir()) == sorted(nb.name for nb in sub.notebooks) and all(
+            (target / nb.name).read_bytes() == nb.read_bytes() for nb in sub.notebooks)
+        if same:
+            return
+        backup = workdir / "replaced_submissions" / time.strftime("%Y%m%d-%H%M%S") / sub.student / sub.assignment
+        backup.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(target), str(backup))
+        res.notes.append(f"an earlier {target} was moved to {backup}")
+    target.mkdir(parents=True)
+    for nb in sub.notebooks:
+        shutil.copy2(nb, target / nb.name)
 
 
 def _short_error(out: dict) -> str:

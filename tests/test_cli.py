@@ -134,3 +134,29 @@ def test_selfgrade_prints_scores_and_messages_not_hidden_code(tmp_path):
 def test_release_of_unknown_assignment_fails_clearly():
     proc = run("release", "99_nope")
     assert proc.returncode != 0 and "unknown assignment" in (proc.stderr + proc.stdout)
+
+
+@pytest.mark.slow
+def test_grading_the_course_submitted_folder_in_place_keeps_every_file(tmp_path):
+    """`grade submitted` inside the course folder (what an instructor does after `nbgrader collect`)."""
+    course = tmp_path / "course"
+    name, good = _orientation_sample("ada")
+    target = course / "submitted" / "ada" / "00_orientation"
+    target.mkdir(parents=True)
+    nbformat.write(good, target / name)
+    before = _digest(course / "submitted")
+    proc = run("grade", str(course / "submitted"), "--workdir", str(course), "--no-progress")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _digest(course / "submitted") == before, "grading in place changed or lost a submission"
+
+    # a different version of ada's notebook graded into the same course: the old one is kept aside
+    _, other = _orientation_sample("ben")
+    incoming = tmp_path / "incoming" / "ada" / "00_orientation"
+    incoming.mkdir(parents=True)
+    nbformat.write(other, incoming / name)
+    proc = run("grade", str(tmp_path / "incoming"), "--workdir", str(course), "--no-progress")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "was moved to" in proc.stdout
+    [kept] = list((course / "replaced_submissions").rglob(name))
+    assert hashlib.sha256(kept.read_bytes()).hexdigest() == before[Path("ada/00_orientation") / name], \
+        "the earlier submission must be kept byte for byte"
