@@ -149,11 +149,18 @@ def cmd_demo(args) -> int:
     from .samples import materialize_samples
 
     t0 = time.perf_counter()
+    workdir = Path(args.workdir).resolve()
+    marker = workdir / ".course-demo"
+    if workdir.exists() and any(workdir.iterdir()):
+        if not marker.exists():
+            print(f"error: {workdir}: exists and was not made by 'demo'; give an empty or new --workdir",
+                  file=sys.stderr)
+            return 2
+        shutil.rmtree(workdir)  # only ever a previous demo's own folder
+    workdir.mkdir(parents=True, exist_ok=True)
+    marker.write_text("made by python -m autograder demo; deleted and rebuilt by the next demo\n")
     print("== 1/3 release: regenerating release/ from source/ with nbgrader")
     cmd_release(argparse.Namespace(assignments=None))
-    workdir = Path(args.workdir).resolve()
-    if workdir.exists():
-        shutil.rmtree(workdir)
     incoming = workdir / "incoming"
     print(f"== 2/3 sample submissions -> {incoming}")
     n = materialize_samples(incoming, students=args.students)

@@ -160,3 +160,12 @@ def test_grading_the_course_submitted_folder_in_place_keeps_every_file(tmp_path)
     [kept] = list((course / "replaced_submissions").rglob(name))
     assert hashlib.sha256(kept.read_bytes()).hexdigest() == before[Path("ada/00_orientation") / name], \
         "the earlier submission must be kept byte for byte"
+
+
+def test_demo_refuses_to_wipe_a_folder_it_did_not_make(tmp_path):
+    precious = tmp_path / "my_course"
+    precious.mkdir()
+    (precious / "gradebook.db").write_text("real grades")
+    proc = run("demo", "--workdir", str(precious))
+    assert proc.returncode == 2 and "was not made by 'demo'" in proc.stderr
+    assert (precious / "gradebook.db").read_text() == "real grades"
