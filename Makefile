@@ -7,12 +7,13 @@ STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup demo test test-fast lab release selfgrade lock train screenshots clean
+.PHONY: help setup demo test test-fast lab lab-instructor release selfgrade lock train screenshots clean
 
 help:
 	@echo "make demo       set up, release, autograde the sample submissions, print the grade table"
 	@echo "make test       set up, then run the whole test suite (what CI runs)"
-	@echo "make lab        JupyterLab on the course, for students"
+	@echo "make lab        JupyterLab on the course, student view (Assignments, Validate)"
+	@echo "make lab-instructor   JupyterLab with nbgrader's instructor panels (formgrader)"
 	@echo "make release    regenerate release/ from source/ with nbgrader"
 	@echo "make selfgrade NB=path/to/notebook.ipynb   grade one filled-in notebook"
 	@echo "make train      retrain the small detector's weights (minutes)"
@@ -38,7 +39,10 @@ test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
 lab: setup
-	$(BIN)/jupyter lab --notebook-dir=$(CURDIR)
+	$(BIN)/python -m autograder.lab
+
+lab-instructor: setup
+	$(BIN)/python -m autograder.lab --instructor
 
 release: setup
 	$(BIN)/python -m autograder release

@@ -33,6 +33,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder.lab import student_env, student_view
+
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,15 +67,6 @@ def _require_browser():
         pytest.skip("; ".join(problems))
 
 
-def _student_view_from_postbuild() -> tuple[list[str], list[str]]:
-    """The JupyterLab plugin ids and server extensions Binder's postBuild turns off."""
-    text = (ROOT / "postBuild").read_text()
-    lab = re.search(r'^LAB_PLUGINS="([^"]+)"', text, re.M)
-    server = re.search(r'^SERVER_EXTENSIONS="([^"]+)"', text, re.M)
-    assert lab and server, "postBuild must define LAB_PLUGINS=\"...\" and SERVER_EXTENSIONS=\"...\""
-    return lab.group(1).split(), server.group(1).split()
-
-
 def _solved_copy(release_nb: Path, source_nb: Path, out: Path) -> None:
     """The released notebook with each solution cell replaced by the source's answer (markers removed)."""
     src = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nbformat.read(source_nb, 4).cells}
@@ -104,28 +97,15 @@ def _course_copy(tmp: Path) -> Path:
 
 
 def _jupyter_env(tmp: Path) -> dict:
-    lab_off, server_off = _student_view_from_postbuild()
-    config = tmp / "jupyter_config"
-    (config / "labconfig").mkdir(parents=True)
-    (config / "jupyter_server_config.d").mkdir()
-    # what `jupyter labextension disable/lock` writes, at user level instead of sys-prefix; the news
-    # pop-up is off too so it does not cover the screenshots
-    off = {p: True for p in lab_off + ["@jupyterlab/apputils-extension:announcements"]}
-    (config / "labconfig" / "page_config.json").write_text(
-        json.dumps({"disabledExtensions": off, "lockedExtensions": off}))
-    (config / "jupyter_server_config.d" / "zz-course-student.json").write_text(
-        json.dumps({"ServerApp": {"jpserver_extensions": {e: False for e in server_off}}}))
+    # the student view of `make lab` and Binder; the news pop-up is off too so it does not cover
+    # the screenshots
+    env = student_env(tmp / "jupyter_config", extra_lab_off=("@jupyterlab/apputils-extension:announcements",))
     settings = tmp / "lab_settings"
     # every cell stays in the DOM (no windowing), so the test sees all outputs
     (settings / "@jupyterlab" / "notebook-extension").mkdir(parents=True)
     (settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
         json.dumps({"windowingMode": "none"}))
-    env = dict(os.environ)
     env.update({
-        "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
-        # a config *path* entry ranks above the venv's sys-prefix config (where nbgrader.json turns
-        # every nbgrader server extension on); the user config dir does not override that file
-        "JUPYTER_CONFIG_PATH": str(config),
         "JUPYTER_CONFIG_DIR": str(tmp / "jupyter_user_config"),
         "JUPYTERLAB_SETTINGS_DIR": str(settings),
         "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "lab_workspaces"),
@@ -267,7 +247,7 @@ def test_course_in_jupyterlab_and_chromium(tmp_path):
     try:
         _wait_for_server(port, token, server, log)
         server_log = log.read_text()
-        for ext in _student_view_from_postbuild()[1]:
+        for ext in student_view()[1]:
             assert f"{ext} | extension was successfully" not in server_log, f"{ext} should be off for students"
         assert "validate_assignment | extension was successfully" in server_log
 

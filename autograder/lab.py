@@ -1,0 +1,74 @@
+"""JupyterLab on the course, as a student sees it or as an instructor does.
+
+Students get nbgrader's Assignments list and Validate button; the instructor panels (formgrader,
+course list, create assignment) are off and locked. The lists come from ``postBuild`` — the file
+Binder runs — so ``make lab``, Binder and the browser test show the same student view.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+from .course import REPO
+
+__all__ = ["student_view", "student_env", "main"]
+
+
+def student_view(postbuild: Path = REPO / "postBuild") -> tuple[list[str], list[str]]:
+    """(JupyterLab plugin ids, server extensions) that the student view turns off."""
+    text = Path(postbuild).read_text()
+    lab = re.search(r'^LAB_PLUGINS="([^"]+)"', text, re.M)
+    server = re.search(r'^SERVER_EXTENSIONS="([^"]+)"', text, re.M)
+    if not (lab and server):
+        raise ValueError(f"{postbuild}: must define LAB_PLUGINS=\"...\" and SERVER_EXTENSIONS=\"...\"")
+    return lab.group(1).split(), server.group(1).split()
+
+
+def student_env(config: Path, extra_lab_off: tuple[str, ...] = ()) -> dict:
+    """Write a Jupyter config folder for the student view; return the environment that uses it.
+
+    A ``JUPYTER_CONFIG_PATH`` entry ranks above the venv's own config (where nbgrader.json turns
+    every nbgrader server extension on); this is what ``jupyter labextension disable/lock`` would
+    write, without touching the venv.
+    """
+    lab_off, server_off = student_view()
+    config = Path(config)
+    (config / "labconfig").mkdir(parents=True, exist_ok=True)
+    (config / "jupyter_server_config.d").mkdir(exist_ok=True)
+    off = {p: True for p in lab_off + list(extra_lab_off)}
+    (config / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": off, "lockedExtensions": off}, indent=1))
+    (config / "jupyter_server_config.d" / "zz-course-student.json").write_text(
+        json.dumps({"ServerApp": {"jpserver_extensions": {e: False for e in server_off}}}, indent=1))
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env["JUPYTER_CONFIG_PATH"] = str(config) + (os.pathsep + env["JUPYTER_CONFIG_PATH"]
+                                                if env.get("JUPYTER_CONFIG_PATH") else "")
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import tempfile
+
+    parser = argparse.ArgumentParser(prog="python -m autograder.lab",
+                                     description="JupyterLab on the course (student view by default).")
+    parser.add_argument("--instructor", action="store_true", help="keep nbgrader's instructor panels")
+    args, lab_args = parser.parse_known_args(argv)  # anything else goes to jupyter lab
+    cmd = [str(Path(sys.executable).parent / "jupyter"), "lab", f"--ServerApp.root_dir={REPO}", *lab_args]
+    if args.instructor:
+        env = dict(os.environ)
+        env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    else:
+        env = student_env(Path(tempfile.mkdtemp(prefix="course-student-view-")))
+        print("JupyterLab, student view (Assignments list and Validate; no instructor panels). "
+              "Instructors: make lab-instructor", flush=True)
+    os.chdir(REPO)  # Validate reads nbgrader_config.py from the server's working folder
+    os.execvpe(cmd[0], cmd, env)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
