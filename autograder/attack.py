@@ -34,7 +34,7 @@ import io
 import torch
 
 from .checks import call_student, check_tensor, check_true, fail, tolerances
-from .inplace import InplaceOnSavedError, assert_no_inplace_on_saved, explain
+from .inplace import InplaceOnSavedError, assert_no_inplace_on_saved, explain, why_backward_fails
 from .runtime import test_configs
 from .yolo import LegacyDetect, legacy_decode, make_grid, reference_decode
 
@@ -230,8 +230,9 @@ def check_decode_gradients(decode, configs=None, cases=DECODE_CASES[:3]):
             try:
                 (g,) = torch.autograd.grad((y.double() * w.to(y.device)).sum(), p)
             except RuntimeError as err:
+                report = why_backward_fails(lambda q: decode(q, grid, ag, stride), p) or explain(err)
                 fail("backward through decode(p, ...) failed", inputs=where,
-                     detail=(explain(err) or str(err))[:1500],
+                     detail=(report or str(err))[:1500],
                      hint="a tensor autograd saved (sigmoid's output) was written in place. Compute the "
                           "xy and wh parts as new tensors and join them with torch.cat.")
             p64 = p.detach().double().requires_grad_(True)
@@ -376,7 +377,8 @@ def check_fixed_detect(head_cls, configs=None):
             try:
                 grads = torch.autograd.grad((dec.double() * w).sum(), f_stu, allow_unused=True)
             except RuntimeError as err:
-                fail("backward through FixedDetect failed", inputs=where, detail=(explain(err) or str(err))[:1500],
+                report = why_backward_fails(lambda *f: head(list(f))[0], *f_stu) or explain(err)
+                fail("backward through FixedDetect failed", inputs=where, detail=(report or str(err))[:1500],
                      hint="FixedDetect must decode with your out-of-place decode, not LegacyDetect's in-place lines.")
             refs = torch.autograd.grad((ref(list(f_ref))[0].double() * w).sum(), f_ref)
             for i, (g, gr) in enumerate(zip(grads, refs)):
@@ -404,8 +406,9 @@ def _check_detector_gradient(head_cls):
         try:
             (g,) = torch.autograd.grad(out[..., 4].amax(1).sum() + out[..., :4].mean(), x)
         except RuntimeError as err:
+            report = why_backward_fails(lambda im: model(im)[0], x) or explain(err)
             fail("d(max objectness)/d(image) fails with FixedDetect in a TinyDetector",
-                 detail=(explain(err) or str(err))[:1500],
+                 detail=(report or str(err))[:1500],
                  hint="model.with_head(FixedDetect) must be differentiable end to end in eval mode.")
         grads.append(g)
     check_true(torch.allclose(grads[0], grads[1], rtol=1e-6, atol=1e-9),

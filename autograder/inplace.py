@@ -619,6 +619,29 @@ def run_located(fn: Callable, *args, **kwargs):
         return fn(*args, **kwargs)
 
 
+def why_backward_fails(fn: Callable, *inputs, **kwargs) -> str | None:
+    """Rerun ``fn`` on copies of ``inputs`` and a backward of its outputs under the locator.
+
+    For test feedback: when a backward already failed outside the locator, this names the lines
+    that wrote into the saved tensor. Returns the report, or None when the rerun does not fail
+    with an in-place error. The caller's tensors are not touched (leaves are cloned).
+    """
+    copies = [t.detach().clone().requires_grad_(t.requires_grad) if isinstance(t, torch.Tensor) else t
+              for t in inputs]
+    try:
+        with InplaceLocator():
+            out = fn(*copies, **kwargs)
+            outs = out if isinstance(out, (list, tuple)) else [out]
+            roots = [o.float().sum() for o in outs if isinstance(o, torch.Tensor) and o.requires_grad]
+            if roots:
+                torch.autograd.backward(roots)
+    except RuntimeError as err:
+        return explain(err)
+    except Exception:  # noqa: BLE001 - feedback only: any other failure means "no report"
+        return None
+    return None
+
+
 class InplaceOnSavedError(AssertionError):
     """A forward pass wrote in place into a tensor autograd needs for backward."""
 

@@ -418,7 +418,7 @@ def model_inputs(device=None, dtype=torch.float64, n: int = 5, seed: int = 0):
 def check_fixed_model(fixed_model: Callable, device=None, dtype=torch.float64, seed: int = 0,
                       no_inplace_on_saved: bool = True) -> None:
     """Values and gradients of ``fixed_model`` against a float64 reference; no write on a saved tensor."""
-    from .inplace import InplaceOnSavedError, assert_no_inplace_on_saved
+    from .inplace import InplaceOnSavedError, assert_no_inplace_on_saved, why_backward_fails
 
     x, w = model_inputs(device, dtype, seed=seed)
     where = f"x {tuple(x.shape)}, w {tuple(w.shape)}, {str(dtype).replace('torch.', '')} on {x.device}, seed {seed}"
@@ -435,7 +435,8 @@ def check_fixed_model(fixed_model: Callable, device=None, dtype=torch.float64, s
     try:
         gx, gw = torch.autograd.grad((out * r.to(out.device, out.dtype)).sum(), (x, w), allow_unused=True)
     except RuntimeError as err:
-        fail("backward through fixed_model(x, w) failed", inputs=where, detail=str(err)[:600],
+        report = why_backward_fails(fixed_model, x, w) or str(err)
+        fail("backward through fixed_model(x, w) failed", inputs=where, detail=report[:1500],
              hint="an in-place write still modifies a tensor autograd saved: build the result with torch.cat.")
     for name, g, g_ref in (("x", gx, gx_ref), ("w", gw, gw_ref)):
         check_true(g is not None, f"no gradient reaches {name}", inputs=where,

@@ -436,3 +436,24 @@ def test_cuda_tensors():
     loc, err = _located_error(lambda: seed.decode(x, grid, anchor).sum().backward())
     assert _writes(_the_save(loc)) == [(_line(SEED, "write1"), 0, 1), (_line(SEED, "write2"), 1, 2)]
     assert "cuda" in err.inplace_report
+
+
+def test_why_backward_fails_names_the_lines_and_leaves_inputs_alone():
+    from autograder.inplace import why_backward_fails
+
+    def buggy(p):
+        y = p.sigmoid()
+        y[..., 0:2] = y[..., 0:2] * 2  # write 1
+        y[..., 2:4] = (y[..., 2:4] * 2) ** 2  # write 2
+        return y
+
+    def clean(p):
+        y = p.sigmoid()
+        return torch.cat([y[..., 0:2] * 2, y[..., 2:4] ** 2, y[..., 4:]], -1)
+
+    p = torch.randn(2, 6, requires_grad=True)
+    report = why_backward_fails(buggy, p)
+    assert report is not None and "(0 → 1)" in report and "(1 → 2)" in report
+    assert "# write 1" in report and "# write 2" in report
+    assert p.grad is None and p._version == 0, "the caller's tensor must not be touched"
+    assert why_backward_fails(clean, p) is None
