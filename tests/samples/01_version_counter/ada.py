@@ -51,7 +51,9 @@ def judge_fix(decode):
     weights = torch.randn_like(p)
     consts = decode_constants(4, 5, 3, dtype=torch.float64)
     ref_leaf = p.clone().requires_grad_()
-    fixed_sigmoid_decode(ref_leaf, *consts).backward(weights)
+    s = ref_leaf.sigmoid()
+    torch.cat([(s[..., 0:2] * 2 - 0.5 + consts[0]) * consts[2], (s[..., 2:4] * 2) ** 2 * consts[1],
+               s[..., 4:]], -1).backward(weights)
     leaf = p.clone().requires_grad_()
     try:
         out = decode(leaf, *consts)
