@@ -74,6 +74,26 @@ def _widgets():
     return ipywidgets
 
 
+class _Explorer:
+    """What both explorers share: the text read-out as HTML, and showing widget + figure.
+
+    Subclasses provide ``report()`` (text), ``figure()`` (matplotlib) and ``widget()`` (ipywidgets).
+    Without a front end the widget is inert but the figure is still a static PNG in the output.
+    """
+
+    def _html(self) -> str:
+        import html
+
+        return f"<pre style='font-size:12px;line-height:1.3'>{html.escape(self.report())}</pre>"
+
+    def show(self):
+        from IPython.display import display
+
+        display(self.widget())
+        self._handle = show_figure(self.figure())
+        return None
+
+
 # --------------------------------------------------------------------------- saved tensors
 
 def _key(t: torch.Tensor) -> tuple:
@@ -404,7 +424,7 @@ loss.backward()
 """
 
 
-class VersionExplorer:
+class VersionExplorer(_Explorer):
     """Step through a short program; after each line see every tensor's ``_version``, what each
     autograd node saved, and whether ``backward()`` would fail now.
 
@@ -574,10 +594,6 @@ class VersionExplorer:
         self._controls = (slider, readout)
         return w.VBox([w.HBox([prev_b, slider, next_b]), readout])
 
-    def _html(self) -> str:
-        import html
-
-        return f"<pre style='font-size:12px;line-height:1.3'>{html.escape(self.report())}</pre>"
 
     def _refresh(self):
         if self._controls is not None:
@@ -588,12 +604,6 @@ class VersionExplorer:
         if self._handle is not None:
             show_figure(self.figure(), self._handle)
 
-    def show(self):
-        from IPython.display import display
-
-        display(self.widget())
-        self._handle = show_figure(self.figure())
-        return None
 
 
 # --------------------------------------------------------------------------- YOLO decode explorer
@@ -619,7 +629,7 @@ def decode_one(tx: float, ty: float, tw: float, th: float, col: int, row: int,
     }
 
 
-class DecodeExplorer:
+class DecodeExplorer(_Explorer):
     """Sliders for one cell/anchor's raw outputs (tx, ty, tw, th); the decoded box on the image grid.
 
     The grid is ``nx`` x ``ny`` cells of ``stride`` pixels. Shown: the chosen cell, the region its
@@ -751,10 +761,6 @@ class DecodeExplorer:
         right = w.VBox([ctl["col"], ctl["row"], ctl["anchor"]])
         return w.VBox([w.HBox([left, right]), self._readout])
 
-    def _html(self) -> str:
-        import html
-
-        return f"<pre style='font-size:12px;line-height:1.3'>{html.escape(self.report())}</pre>"
 
     def _refresh(self):
         if self._readout is not None:
@@ -762,10 +768,4 @@ class DecodeExplorer:
         if self._handle is not None:
             show_figure(self.figure(), self._handle)
 
-    def show(self):
-        from IPython.display import display
-
-        display(self.widget())
-        self._handle = show_figure(self.figure())
-        return None
 
