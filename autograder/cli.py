@@ -1,217 +1,34 @@
-"""The course's command line: ``python -m autograder {release,grade,selfgrade,demo}``.
+"""``python -m autograder ...``: the instructor's commands, when the whole repository is here.
 
-Thin over nbgrader: releasing is ``generate_assignment``, grading is ``autograde`` +
-``generate_feedback`` per submission, both through :mod:`autograder.course`.
+The student package holds no grading code and no answers. ``release``, ``grade``, ``selfgrade`` and
+``demo`` live in the repository's ``instructor/`` folder (next to this package in a clone); a student
+install (``pip install .``, Binder) does not have it and says so.
 """
 from __future__ import annotations
 
-import argparse
-import shutil
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-from . import course
-from .course import REPO, Problem
-
-GRADE_HELP = """\
-Autograde every submission under SUBMISSIONS_DIR with nbgrader, write grades and feedback.
-
-Accepted layouts of SUBMISSIONS_DIR:
-  * nbgrader's exchange layout   <student>/<assignment>/<notebook>.ipynb
-    (SUBMISSIONS_DIR may be the 'submitted' folder or the course folder holding it);
-  * one folder per student       <student>/<notebook>.ipynb
-    (the assignment is recognised from the notebook's file name).
-
-Nothing under SUBMISSIONS_DIR is modified: files are copied into the working course folder
-(--workdir) where nbgrader writes autograded/, feedback/ and gradebook.db. A file that cannot be
-graded (not a notebook, corrupt JSON, unknown assignment) is reported on one line and skipped;
-the others are graded. The exit status is 1 when anything failed, 0 otherwise.
-"""
+REPO = Path(__file__).resolve().parents[1]
 
 
-def _print_problems(problems: list[Problem]) -> None:
-    for p in problems:
-        print(p, file=sys.stderr)
+def instructor_available() -> bool:
+    """True when this package sits in a clone of the repository (``instructor/`` beside it)."""
+    return (REPO / "instructor" / "grading" / "cli.py").is_file()
 
 
-def _table(results: list[course.Result], per_block: int = 7) -> str:
-    """One block per assignment (and per group of students): questions down, students across."""
-    out = []
-    for assignment in sorted({r.assignment for r in results}):
-        layout = course.gradebook_layout(assignment)
-        everyone = [r for r in results if r.assignment == assignment]
-        w0 = max([len("question")] + [len(c["grade_id"]) + 12 for c in layout] + [16])
-        for start in range(0, len(everyone), per_block):
-            rs = everyone[start:start + per_block]
-            ws = [max(len(r.student), 7) for r in rs]
-
-            def row(label, cells):
-                return label.ljust(w0) + "  " + "  ".join(str(c).rjust(w) for c, w in zip(cells, ws))
-
-            head = row("question", [r.student for r in rs])
-            out += [f"\n{assignment}" + (f" ({start + 1}-{start + len(rs)} of {len(everyone)})"
-                                         if len(everyone) > per_block else ""), head, "-" * len(head)]
-            for c in layout:
-                label = f"{c['grade_id']} ({c['points']:g}{'' if c['kind'] == 'auto' else ', ' + c['kind']})"
-                cells = []
-                for r in rs:
-                    q = next((q for q in r.questions if q.grade_id == c["grade_id"]), None)
-                    cells.append("error" if not r.ok else
-                                 "pending" if q is None or q.score is None else f"{q.score:g}")
-                out.append(row(label, cells))
-            out.append("-" * len(head))
-            out.append(row("autograded total", [f"{r.auto_score:g}/{r.auto_max:g}" if r.ok else "error" for r in rs]))
-            out.append(row("autograde time", [f"{r.seconds:.0f} s" for r in rs]))
-    return "\n".join(out)
-
-
-def cmd_release(args) -> int:
-    t0 = time.perf_counter()
-    written = course.release(args.assignments or None)
-    for p in written:
-        print(f"released {p.relative_to(REPO)}")
-    print(f"{len(written)} notebook(s) in {time.perf_counter() - t0:.1f} s")
-    return 0
-
-
-def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: bool = True) -> int:
-    _print_problems(problems)
-    if not subs:
-        print("error: nothing to grade", file=sys.stderr)
-        return 1
-    t0 = time.perf_counter()
-    results = course.grade(subs, workdir, progress=progress)
-    totals, by_q = course.write_csv(results, outdir)
-    print(_table(results))
-    for r in results:
-        for note in r.notes:
-            print(f"note: {r.student}/{r.assignment}: {note}")
-    failed = [r for r in results if not r.ok]
-    for r in failed:
-        print(f"error: {r.student}/{r.assignment}: grading failed: {r.error}", file=sys.stderr)
-    print(f"\ngraded {len(results) - len(failed)} of {len(results)} submission(s) in "
-          f"{time.perf_counter() - t0:.1f} s; {len(problems)} file(s) skipped")
-    print(f"grades:   {totals}\n          {by_q}")
-    print(f"feedback: {workdir / 'feedback'}/<student>/<assignment>/*.html")
-    return 1 if (problems or failed) else 0
-
-
-def cmd_grade(args) -> int:
-    subs, problems = course.collect_submissions(Path(args.submissions))
-    workdir = Path(args.workdir)
-    return _grade_and_report(subs, problems, workdir, Path(args.out or workdir), not args.no_progress)
-
-
-def cmd_selfgrade(args) -> int:
-    """Grade one filled-in notebook in a throw-away course folder."""
-    path = Path(args.notebook)
-    nb, why = course.read_notebook(path) if path.is_file() else (None, "no such file")
-    if path.is_file() and path.suffix != course.NB_EXT:
-        why = "not a notebook (.ipynb)"
-    if why:
-        print(Problem(path, why), file=sys.stderr)
-        return 2
-    assignment = args.assignment or course.notebook_owner().get(path.name)
-    if assignment is None:
-        print(Problem(path, "which assignment is this? Its name matches no notebook in source/; "
-                            "pass --assignment NAME"), file=sys.stderr)
-        return 2
-    expected = [p.name for p in course.source_notebooks(assignment)]
-    name = path.name if path.name in expected else expected[0]
-    with tempfile.TemporaryDirectory(prefix="selfgrade-") as tmp:
-        work = Path(tmp)
-        target = work / "incoming" / "you" / assignment
-        target.mkdir(parents=True)
-        shutil.copy2(path, target / name)
-        print(f"grading {path} as {assignment} (hidden tests included) ...", flush=True)
-        [res] = course.grade([course.Submission("you", assignment, [target / name])], work,
-                             feedback=False, progress=False)
-        if not res.ok:
-            print(f"error: {path}: grading failed: {res.error}", file=sys.stderr)
-            return 1
-        failures = dict(f for nbp in res.autograded for f in course.failing_tests(nbp))
-        print()
-        for q in res.questions:
-            score = "pending (graded by hand)" if q.score is None else f"{q.score:g} / {q.max_score:g}"
-            print(f"  {q.grade_id:<32} {score}")
-            if q.grade_id in failures:
-                for line in failures[q.grade_id].splitlines():
-                    print(f"      {line}")
-        print(f"\nautograded total: {res.auto_score:g} / {res.auto_max:g}"
-              + (f"  (+ {res.manual_pending:g} point(s) graded by hand)" if res.manual_pending else ""))
-    return 0 if res.auto_score == res.auto_max else 1
-
-
-def cmd_demo(args) -> int:
-    """Release, autograde the bundled sample submissions, print the grade table."""
-    from .samples import materialize_samples
-
-    t0 = time.perf_counter()
-    workdir = Path(args.workdir).resolve()
-    marker = workdir / ".course-demo"
-    if workdir.exists() and any(workdir.iterdir()):
-        if not marker.exists():
-            print(f"error: {workdir}: exists and was not made by 'demo'; give an empty or new --workdir",
-                  file=sys.stderr)
-            return 2
-        shutil.rmtree(workdir)  # only ever a previous demo's own folder
-    workdir.mkdir(parents=True, exist_ok=True)
-    marker.write_text("made by python -m autograder demo; deleted and rebuilt by the next demo\n")
-    print("== 1/3 release: regenerating release/ from source/ with nbgrader")
-    cmd_release(argparse.Namespace(assignments=None))
-    incoming = workdir / "incoming"
-    print(f"== 2/3 sample submissions -> {incoming}")
-    n = materialize_samples(incoming, students=args.students)
-    print(f"{n} sample notebook(s)")
-    print("== 3/3 autograding with nbgrader")
-    subs, problems = course.collect_submissions(incoming)
-    status = _grade_and_report(subs, problems, workdir / "course", workdir)
-    print(f"demo finished in {time.perf_counter() - t0:.0f} s")
-    return status
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m autograder",
-                                     description="Release, grade and self-grade the in-place autograd course.")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("release", help="regenerate release/ from source/ (deterministic)")
-    p.add_argument("assignments", nargs="*", help="assignment names (default: all)")
-    p.set_defaults(func=cmd_release)
-
-    p = sub.add_parser("grade", help="autograde a folder of submissions",
-                       description=GRADE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("submissions", metavar="SUBMISSIONS_DIR")
-    p.add_argument("--workdir", default=str(REPO),
-                   help="course folder where nbgrader works (default: the repository)")
-    p.add_argument("--out", help="folder for grades.csv and grades_by_question.csv (default: --workdir)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=cmd_grade)
-
-    p = sub.add_parser("selfgrade", help="grade one filled-in notebook against the hidden tests")
-    p.add_argument("notebook", metavar="NOTEBOOK")
-    p.add_argument("--assignment", help="assignment name, when the file was renamed")
-    p.set_defaults(func=cmd_selfgrade)
-
-    p = sub.add_parser("demo", help="release + autograde the bundled sample submissions")
-    p.add_argument("--workdir", default=str(REPO / "grading"), help="where to grade (default: grading/)")
-    p.add_argument("--students", nargs="*", help="only these sample students")
-    p.set_defaults(func=cmd_demo)
-    return parser
-
-
-def _quiet_library_warnings() -> None:
-    """nbgrader's own SQLAlchemy and nbformat warnings say nothing to an instructor."""
-    import warnings
-
-    warnings.filterwarnings("ignore", module=r"nbgrader\..*")
-    warnings.filterwarnings("ignore", message=r".*not in session.*")
-    warnings.filterwarnings("ignore", message=r"Cell is missing an id field.*")
+def use_instructor_side() -> None:
+    """Put the repository root on ``sys.path`` so ``import instructor`` works from any folder."""
+    if not instructor_available():
+        raise SystemExit("error: the grading commands (release, grade, selfgrade, demo) need the whole course "
+                         "repository (its instructor/ folder); this is a student install of 'autograder'. "
+                         "Clone the repository and run them from there.")
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
 
 
 def main(argv: list[str] | None = None) -> int:
-    _quiet_library_warnings()
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    use_instructor_side()
+    from instructor.grading.cli import main as instructor_main
+
+    return instructor_main(argv)

@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import samples
+from instructor.grading import samples
 
 REPO = Path(__file__).resolve().parents[1]
 

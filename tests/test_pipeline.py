@@ -5,7 +5,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from autograder import course, samples
+from instructor.grading import course, samples
 from conftest import RELEASE_STUDENT, SOURCE_STUDENT
 
 ASSIGNMENTS = course.assignments()

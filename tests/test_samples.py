@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder import samples
+from instructor.grading import samples
 
 
 @pytest.mark.parametrize("sample", samples.load_samples(), ids=lambda s: f"{s.assignment}/{s.student}")

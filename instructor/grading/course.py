@@ -21,7 +21,7 @@ from pathlib import Path
 
 import nbformat
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NB_EXT = ".ipynb"
 
 __all__ = [

@@ -3,7 +3,7 @@
 The notebook in ``source/<assignment>/`` is the single source of truth; these helpers only make
 creating one less error-prone (nbgrader's metadata is easy to get subtly wrong by hand)::
 
-    from autograder.authoring import notebook, md, code, solution, tests, answer, write
+    from instructor.grading.authoring import notebook, md, code, solution, tests, answer, write
     cells = [md("# Title"), solution("my_func", "def my_func():\\n    ### BEGIN SOLUTION\\n ..."),
              tests("my_func_tests", 2, "assert ...")]
     write(notebook(cells), "source/04_new/04_new.ipynb")
@@ -83,3 +83,29 @@ def write(nb: nbformat.NotebookNode, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
     return path
+
+
+HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS\n.*?### END HIDDEN TESTS", re.S)
+
+
+def relay_hidden_tests(path: Path) -> list[str]:
+    """Make every graded test cell's hidden block the verdict relay ``confirmed("<grade_id>")``.
+
+    The hidden checks themselves live in ``instructor/hidden/``; a test cell's hidden block only
+    reports their verdict (see :mod:`autograder.verdicts`). Returns the grade ids rewritten.
+    """
+    nb = nbformat.read(path, as_version=4)
+    done = []
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+            continue
+        relay = ("### BEGIN HIDDEN TESTS\nfrom autograder.verdicts import confirmed\n"
+                 f"confirmed({meta['grade_id']!r})\n### END HIDDEN TESTS")
+        if HIDDEN_BLOCK.search(cell.source):
+            cell.source = HIDDEN_BLOCK.sub(lambda m: relay, cell.source)
+        else:
+            cell.source = cell.source.rstrip("\n") + "\n" + relay
+        done.append(meta["grade_id"])
+    nbformat.write(nb, path)
+    return done

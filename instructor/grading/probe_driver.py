@@ -1,0 +1,196 @@
+"""The confirmation run's driver: executed *inside* the sandbox, in a fresh Python process.
+
+It imports nothing from ``instructor`` (that folder is not visible in the sandbox): the grader copies
+this one file into the submission's scratch folder and runs it as a script::
+
+    python probe_driver.py JOB.pt OUTDIR
+
+``JOB.pt`` (written by the grader, loaded with ``weights_only=True``) holds
+
+* ``cells``  — the code cells to run: the student's answer cells and the notebook's own set-up and
+  lesson cells, with every test cell left out (no hidden check exists in this process);
+* ``checks`` — for each graded test cell: its ``grade_id``, the *source* of its probe (what to call,
+  no expected value anywhere) and its cases (data the grader chose).
+
+For each check the driver writes ``OUTDIR/<grade_id>.pt``: one plain-data result per case (tensors,
+numbers, strings, lists, dicts — :func:`sanitize` drops everything else). ``OUTDIR/progress.txt``
+says what was running, so that the grader can tell which cell or which check ended the process when
+a submission kills it (``os._exit``, a crash, the memory limit) and run again without it.
+"""
+from __future__ import annotations
+
+import math
+import os
+import signal
+import sys
+
+MAX_TEXT = 4000        # characters kept of any string a probe returns
+MAX_ITEMS = 10_000     # items kept of any list / dict a probe returns
+MAX_ELEMENTS = 1 << 24  # elements of one tensor (64 MiB of float32)
+
+
+class ProbeTimeout(BaseException):
+    """A case ran past its time limit (a loop in the student's code)."""
+
+
+def _exact_str(s) -> str:
+    return str.encode(s, "utf-8", "surrogatepass").decode("utf-8", "surrogatepass")[:MAX_TEXT]
+
+
+def sanitize(value, depth: int = 0):
+    """Plain data only, of exact built-in types, whatever the student's objects pretend to be.
+
+    A ``str`` subclass whose ``__eq__`` is always true becomes a real ``str`` of the same characters;
+    a tensor subclass becomes a plain tensor copy on the CPU; an object of any other type becomes
+    ``{"__object__": "<its type name>"}``: the judge sees what it is, never how it compares.
+    """
+    import torch
+
+    if depth > 12:
+        return {"__object__": "too deeply nested"}
+    if value is None or value is True or value is False:
+        return value
+    if isinstance(value, bool):  # a bool subclass
+        return bool.__index__(value) == 1
+    if isinstance(value, int):
+        return int(int.__repr__(value))
+    if isinstance(value, float):
+        return float(float.__repr__(value))
+    if isinstance(value, str):
+        return _exact_str(value)
+    if isinstance(value, torch.Tensor):
+        with torch._C.DisableTorchFunctionSubclass():
+            t = torch.Tensor.detach(value)
+            if t.layout != torch.strided or t.device.type == "meta":
+                return {"__object__": f"tensor with layout {t.layout} on {t.device}"}
+            if t.numel() > MAX_ELEMENTS:
+                return {"__object__": f"tensor of {t.numel()} elements (too large to return)"}
+            plain = torch.empty(t.shape, dtype=t.dtype)
+            plain.copy_(t.cpu())
+        return plain
+    if isinstance(value, (torch.dtype, torch.device)):
+        return _exact_str(str(value))
+    if isinstance(value, (list, tuple)):
+        items = [sanitize(v, depth + 1) for v in list(value)[:MAX_ITEMS]]
+        return items if isinstance(value, list) else {"__tuple__": items}
+    if isinstance(value, (set, frozenset)):
+        return {"__set__": sorted((sanitize(v, depth + 1) for v in list(value)[:MAX_ITEMS]), key=repr)}
+    if isinstance(value, dict):
+        out = {}
+        for k, v in list(dict.items(value))[:MAX_ITEMS]:
+            key = sanitize(k, depth + 1)
+            out[key if isinstance(key, str) else "__key__" + repr(key)[:200]] = sanitize(v, depth + 1)
+        return out
+    return {"__object__": _exact_str(type.__getattribute__(type(value), "__name__"))}
+
+
+def unwrap(value):
+    """Undo :func:`sanitize`'s markers: tuples and sets come back as tuples and sets."""
+    if isinstance(value, list):
+        return [unwrap(v) for v in value]
+    if isinstance(value, dict):
+        if set(value) == {"__tuple__"}:
+            return tuple(unwrap(v) for v in value["__tuple__"])
+        if set(value) == {"__set__"}:
+            return set(unwrap(v) for v in value["__set__"] if not isinstance(v, (list, dict)))
+        return {k: unwrap(v) for k, v in value.items()}
+    return value
+
+
+def error_record(err: BaseException) -> dict:
+    return {"__error__": {"type": type(err).__name__, "message": _exact_str(str(err))[:1500]}}
+
+
+def student(ns: dict, name: str):
+    """The student's object ``name``; a clear NameError when the cell defining it did not run."""
+    if name not in ns:
+        raise NameError(f"{name} is not defined: its cell did not run, or raised an error, in your notebook")
+    return ns[name]
+
+
+def probe_globals() -> dict:
+    import torch
+
+    return {"torch": torch, "math": math, "student": student, "__name__": "probe"}
+
+
+def compile_probe(source: str, name: str = "probe"):
+    g = probe_globals()
+    exec(compile(source, f"<probe {name}>", "exec"), g)
+    return g["probe"]
+
+
+def run_case(probe, ns: dict, case: dict, timeout: float):
+    """One probe call, bounded in time; the result as plain data (or an error record)."""
+    def on_alarm(signum, frame):
+        raise ProbeTimeout(f"still running after {timeout:g} s (an endless loop?)")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm) if timeout else None
+    if timeout:
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        result = probe(ns, case)
+    except ProbeTimeout as err:
+        return {"__error__": {"type": "Timeout", "message": str(err)}}
+    except BaseException as err:  # noqa: BLE001 - SystemExit / KeyboardInterrupt from student code too
+        return error_record(err)
+    finally:
+        if timeout:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    try:
+        return sanitize(result)
+    except BaseException as err:  # noqa: BLE001
+        return error_record(err)
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+        f.flush()
+
+
+def main(job_path: str, outdir: str) -> int:
+    import torch
+
+    job = torch.load(job_path, weights_only=True)
+    os.makedirs(outdir, exist_ok=True)
+    progress = os.path.join(outdir, "progress.txt")
+    # Student code must not be able to replace this process's view of the job afterwards.
+    cells, checks, timeout = list(job["cells"]), list(job["checks"]), float(job.get("case_timeout", 60))
+
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance(colors="NoColor")
+    shell.display_formatter.active_types = ["text/plain"]
+    errors = []
+    for i, src in enumerate(cells):
+        _write(progress, f"cell {i}\n")
+        res = shell.run_cell(src, store_history=False, silent=False)
+        if not res.success:
+            err = res.error_in_exec or res.error_before_exec
+            errors.append({"cell": i, "error": type(err).__name__ if err is not None else "error"})
+    ns = shell.user_ns
+    for check in checks:
+        gid = check["grade_id"]
+        _write(progress, f"check {gid}\n")
+        try:
+            probe = compile_probe(check["source"], gid)
+            results = [run_case(probe, ns, case, timeout) for case in check["cases"]]
+        except BaseException as err:  # noqa: BLE001
+            results = [error_record(err)]
+        tmp = os.path.join(outdir, f".{gid}.tmp")
+        torch.save(results, tmp)
+        os.replace(tmp, os.path.join(outdir, f"{gid}.pt"))
+    torch.save({"cell_errors": sanitize(errors)}, os.path.join(outdir, ".summary.tmp"))
+    os.replace(os.path.join(outdir, ".summary.tmp"), os.path.join(outdir, "summary.pt"))
+    _write(progress, "done\n")
+    return 0
+
+
+if __name__ == "__main__":
+    # Nothing the notebook prints matters here; keep the real streams for the grader's own lines.
+    devnull = open(os.devnull, "w")
+    sys.stdout = sys.stderr = devnull
+    code = main(sys.argv[1], sys.argv[2])
+    os._exit(code)  # no atexit handlers a submission may have registered

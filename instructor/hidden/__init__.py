@@ -1,0 +1,164 @@
+"""Hidden checks, one module per assignment, each split into a *probe* and a *judge*.
+
+A :class:`Check` confirms one graded test cell (its ``grade_id``):
+
+* :meth:`Check.cases` — made in the grader: the inputs, as plain data (tensors, numbers, strings,
+  lists, dicts; a function to hand the student is given as source text). Deterministically seeded.
+  A case may carry a ``"label"`` (e.g. ``"a 0-dim float16 tensor"``): it is what a failing student is
+  told about the input, instead of the hidden code.
+* :meth:`Check.probe` — runs in the sandbox, in a fresh process holding only the student's cells:
+  ``probe(ns, case)`` calls the student's objects (``student(ns, "name")``) on the case and returns
+  plain data. Its *source* is shipped, so it must be self-contained: import inside the function,
+  use only ``torch``, ``math``, the standard library, the student package ``autograder`` and the
+  helper ``student``; put shared code in ``probe_helpers`` (functions whose source is shipped too).
+  A probe holds no expected value.
+* :meth:`Check.judge` — runs in the grader's own process: ``judge(case, result)`` computes the
+  reference and raises :class:`autograder.checks.CheckFailed` (use the helpers of
+  :mod:`autograder.checks`) when the result is wrong. Any other exception it raises also fails the
+  case, with a generic message: a garbage result can never pass.
+
+The same three pieces run in one process (:func:`run_in_process`) when an instructor executes a
+``source/`` notebook: its hidden test cell calls :func:`autograder.verdicts.confirmed`, which finds
+this package and runs the check on the notebook's own namespace.
+"""
+from __future__ import annotations
+
+import copy
+import importlib
+import inspect
+import textwrap
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar
+
+from autograder.checks import CheckFailed
+
+from ..grading.probe_driver import compile_probe, run_case, unwrap
+
+ASSIGNMENT_MODULES = {
+    "00_orientation": "instructor.hidden.a00_orientation",
+    "01_version_counter": "instructor.hidden.a01_version_counter",
+    "02_names_and_storage": "instructor.hidden.a02_names_and_storage",
+    "03_yolo_head": "instructor.hidden.a03_yolo_head",
+}
+
+__all__ = ["Check", "Verdict", "checks_for", "find_check", "probe_source", "judge_results",
+           "run_in_process", "ASSIGNMENT_MODULES"]
+
+
+class Check:
+    """Subclass per graded test cell; set ``assignment``, ``grade_id`` and ``function`` (the name
+    of the student's object, used in messages)."""
+
+    assignment: ClassVar[str]
+    grade_id: ClassVar[str]
+    function: ClassVar[str] = "your function"
+    probe_helpers: ClassVar[tuple[Callable, ...]] = ()
+    case_timeout: ClassVar[float] = 60.0
+
+    def cases(self) -> list[dict]:
+        raise NotImplementedError
+
+    @staticmethod
+    def probe(ns: dict, case: dict) -> Any:
+        raise NotImplementedError
+
+    def judge(self, case: dict, result: Any) -> None:
+        raise NotImplementedError
+
+
+@dataclass
+class Verdict:
+    grade_id: str
+    passed: bool
+    message: str = ""
+    cases: int = 0
+
+    def as_json(self) -> dict:
+        return {"passed": self.passed, "message": self.message, "cases": self.cases}
+
+
+def checks_for(assignment: str) -> list[Check]:
+    """Every check of an assignment, in the order of its module."""
+    module = importlib.import_module(ASSIGNMENT_MODULES[assignment])
+    found = [obj for obj in vars(module).values()
+             if inspect.isclass(obj) and issubclass(obj, Check) and obj is not Check
+             and getattr(obj, "grade_id", None) and obj.__module__ == module.__name__]
+    found.sort(key=lambda c: inspect.getsourcelines(c)[1])
+    return [c() for c in found]
+
+
+def find_check(grade_id: str, assignment: str | None = None) -> Check:
+    for a in ([assignment] if assignment else ASSIGNMENT_MODULES):
+        for check in checks_for(a):
+            if check.grade_id == grade_id:
+                return check
+    raise KeyError(f"no hidden check confirms the test cell '{grade_id}'")
+
+
+def probe_source(check: Check) -> str:
+    """The text shipped into the sandbox: the helpers, then ``def probe(ns, case)``."""
+    parts = [textwrap.dedent(inspect.getsource(h)) for h in check.probe_helpers]
+    src = textwrap.dedent(inspect.getsource(type(check).probe))
+    lines = [l for l in src.splitlines() if l.strip() != "@staticmethod"]
+    parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"
+
+
+def _error_message(check: Check, case: dict, err: dict) -> str:
+    where = f"\n  for input: {case['label']}" if case.get("label") else ""
+    kind, msg = err.get("type", "Error"), err.get("message", "")
+    if kind == "NotImplementedError":
+        return (f"{check.function} is not implemented yet{where}\n"
+                f"  try next : replace `raise NotImplementedError` in the cell that defines {check.function}, run it.")
+    if kind == "NameError" and "is not defined" in msg:
+        return f"{msg}{where}\n  try next : run your notebook top to bottom (Kernel > Restart & Run All) and fix the first error."
+    if kind == "Timeout":
+        return f"{check.function} {msg}{where}\n  try next : look for a loop that never ends."
+    return (f"{check.function} raised {kind}{where}\n  detail   : {msg[:600]}\n"
+            f"  try next : call it yourself on an input like the one above and read the traceback.")
+
+
+def judge_case(check: Check, case: dict, result: Any) -> str | None:
+    """None when the case passes, else the message the student reads."""
+    result = unwrap(result)
+    if isinstance(result, dict) and "__error__" in result:
+        return _error_message(check, case, result["__error__"])
+    try:
+        check.judge(case, result)
+    except CheckFailed as err:
+        msg = str(err)
+        if case.get("label") and "for input" not in msg:
+            first, _, rest = msg.partition("\n")
+            msg = f"{first}\n  for input: {case['label']}" + (f"\n{rest}" if rest else "")
+        return msg
+    except Exception as err:  # noqa: BLE001 - a result the judge cannot read is a wrong result
+        return (f"{check.function} returned something the grader could not check "
+                f"({type(err).__name__}: {str(err)[:200]})"
+                + (f"\n  for input: {case['label']}" if case.get("label") else "")
+                + "\n  try next : return exactly the type and shape the task asks for.")
+    return None
+
+
+def judge_results(check: Check, cases: list[dict], results: list | None) -> Verdict:
+    """The verdict of one check from the probe's results (None: the probe never finished)."""
+    if results is None:
+        return Verdict(check.grade_id, False, f"{check.function} could not be confirmed: the confirmation "
+                                              "run ended before reaching it (your notebook stopped the process)", 0)
+    if len(results) != len(cases):
+        return Verdict(check.grade_id, False, _error_message(check, {}, unwrap(results[0])["__error__"])
+                       if results and isinstance(results[0], dict) and "__error__" in results[0]
+                       else "the confirmation run returned an incomplete result", len(cases))
+    for case, result in zip(cases, results):
+        msg = judge_case(check, case, result)
+        if msg:
+            return Verdict(check.grade_id, False, msg, len(cases))
+    return Verdict(check.grade_id, True, "", len(cases))
+
+
+def run_in_process(grade_id: str, ns: dict, assignment: str | None = None) -> Verdict:
+    """Probe and judge in this process (an instructor running a ``source/`` notebook)."""
+    check = find_check(grade_id, assignment)
+    cases = check.cases()
+    probe = compile_probe(probe_source(check), grade_id)
+    results = [run_case(probe, ns, copy.deepcopy(case), 0) for case in cases]
+    return judge_results(check, cases, results)
