@@ -11,6 +11,7 @@ command line does is exactly what ``nbgrader generate_assignment`` / ``autograde
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
 import shutil
@@ -78,10 +79,48 @@ def load_config(root: Path):
     return config if isinstance(config, Config) else Config(config)
 
 
-def _api(root: Path):
+def sandboxed_config(root: Path):
+    """The course's nbgrader configuration with the grading-only parts: submissions rebuilt on the
+    released notebook first (:mod:`.canonical`), and the kernel run in the sandbox (:mod:`.sandbox`)."""
+    from nbconvert.preprocessors import ClearMetadataPreprocessor
+    from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds, IgnorePattern, LimitOutput,
+                                        OverwriteCells, OverwriteKernelspec, SaveAutoGrades)
+
+    from .sandbox import sandboxed_execute_class
+
+    config = load_config(root)
+    _canonicalize_preprocessor().course_root = Path(root).resolve()
+    config.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, _canonicalize_preprocessor(),
+                                               OverwriteCells, CheckCellMetadata]
+    config.Autograde.autograde_preprocessors = [sandboxed_execute_class(), IgnorePattern, ClearMetadataPreprocessor,
+                                                LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+    return config
+
+
+@functools.lru_cache(maxsize=None)
+def _canonicalize_preprocessor():
+    from nbgrader.preprocessors import NbGraderPreprocessor
+
+    class Canonicalize(NbGraderPreprocessor):
+        """Rebuild the submitted notebook on the released one (see :mod:`.canonical`)."""
+        course_root = REPO
+
+        def preprocess(self, nb, resources):
+            from .canonical import canonical_notebook
+
+            info = resources.get("nbgrader", {})
+            release_nb = Path(self.course_root) / "release" / info["assignment"] / (info["notebook"] + NB_EXT)
+            nb, _ = canonical_notebook(nb, nbformat.read(release_nb, as_version=4))
+            return nb, resources
+
+    return Canonicalize
+
+
+
+def _api(root: Path, sandboxed: bool = False):
     from nbgrader.apps import NbGraderAPI
 
-    return NbGraderAPI(config=load_config(root))
+    return NbGraderAPI(config=sandboxed_config(root) if sandboxed else load_config(root))
 
 
 def _check(result: dict, what: str) -> None:
@@ -253,8 +292,12 @@ class Result:
     error: str = ""
     feedback: list[Path] = field(default_factory=list)
     autograded: list[Path] = field(default_factory=list)
-    seconds: float = 0.0  # wall time of nbgrader autograde for this submission
+    seconds: float = 0.0  # wall time of grading this submission (confirmation + nbgrader autograde)
     notes: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)      # what the submission did that grading undid or stopped
+    integrity: list[str] = field(default_factory=list)  # in-kernel tests and outside confirmation disagreed
+    confirm_seconds: float = 0.0
+    sandboxed: bool = False
 
     @property
     def auto_score(self) -> float:
@@ -304,6 +347,11 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
                             ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
         _check(api.generate_assignment(name, force=True, create=True), f"nbgrader generate_assignment {name}")
 
+    from .sandbox import Limits, warn_if_unsandboxed
+
+    limits = Limits.from_config(load_config(workdir))
+    warn_if_unsandboxed()
+    sandboxed_api = _api(workdir, sandboxed=True)
     results = []
     bar = tqdm(subs, desc="autograding", unit="notebook", disable=not progress, file=sys.stdout)
     for sub in bar:
@@ -312,25 +360,127 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
         _stage(sub, workdir / "submitted" / sub.student / sub.assignment, workdir, res)
         t0 = time.perf_counter()
         try:
-            out = api.autograde(sub.assignment, sub.student, force=True, create=True)
-            res.seconds = time.perf_counter() - t0
-            if not out.get("success"):
-                res.error = _short_error(out)
-            else:
-                res.ok = True
-                res.questions = _scores(api, sub.assignment, sub.student)
-                res.autograded = sorted((workdir / "autograded" / sub.student / sub.assignment).glob("*" + NB_EXT))
-                if feedback:
-                    fb = api.generate_feedback(sub.assignment, sub.student, force=True)
-                    if fb.get("success"):
-                        res.feedback = sorted((workdir / "feedback" / sub.student / sub.assignment).glob("*.html"))
-                    else:
-                        res.error = "feedback: " + _short_error(fb)
+            _grade_one(sandboxed_api, sub, workdir, res, limits, feedback)
         except Exception as err:  # noqa: BLE001 - one broken submission must not stop the rest
             res.ok, res.error = False, f"{type(err).__name__}: {err}"
+        res.seconds = time.perf_counter() - t0
+        if res.flags and progress:
+            bar.write(f"flagged: {sub.student}/{sub.assignment}: {res.flags[0]}"
+                      + (f" (+{len(res.flags) - 1} more)" if len(res.flags) > 1 else ""))
         results.append(res)
     bar.close()
     return results
+
+
+def _grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback: bool) -> None:
+    """Confirmation in the sandbox, then nbgrader autograde with its kernel in the sandbox, then the
+    lower of the two verdicts per test cell into the gradebook."""
+    import tempfile
+
+    from . import sandbox
+    from .canonical import canonical_notebook
+    from .confirm import confirm, test_cell_ids
+
+    staged = workdir / "submitted" / sub.student / sub.assignment
+    deadline = time.monotonic() + limits.wall_seconds
+    tmp = Path(tempfile.mkdtemp(prefix="grade-"))
+    os.chmod(tmp, 0o755)
+    try:
+        verdicts = {}
+        for path in sorted(staged.glob("*" + NB_EXT)):
+            release_nb = nbformat.read(workdir / "release" / sub.assignment / path.name, as_version=4)
+            nb, why = read_notebook(path)
+            if why:
+                raise ValueError(f"{path.name}: {why}")
+            canon, flags = canonical_notebook(nb, release_nb)
+            res.flags += flags
+            lim = sandbox.Limits(**{**limits.__dict__, "wall_seconds": max(1.0, deadline - time.monotonic())})
+            conf = confirm(canon, sub.assignment, limits=lim, workdir=tmp / "confirm" / path.stem,
+                           wanted=test_cell_ids(release_nb))
+            res.flags += conf.flags
+            res.confirm_seconds += conf.seconds
+            res.sandboxed = conf.sandboxed
+            verdicts.update(conf.verdicts)
+        vfile = tmp / "verdicts.json"
+        vfile.write_text(json.dumps({g: v.as_json() for g, v in verdicts.items()}))
+        os.chmod(vfile, 0o644)
+        kernel_scratch, rundir, specs = tmp / "kernel", tmp / "run", tmp / "jupyter"
+        for d in (kernel_scratch, rundir):
+            d.mkdir()
+            os.chmod(d, 0o777)
+        sandbox.write_kernelspec(specs)
+        cgroup = sandbox.Cgroup(limits, sandbox.status()["cgroup"])
+        env = {"COURSE_SANDBOX_SCRATCH": str(kernel_scratch), "COURSE_SANDBOX_RUN": str(rundir),
+               "COURSE_SANDBOX_LIMITS": limits.to_env(), "COURSE_VERDICTS": str(vfile),
+               "COURSE_SANDBOX_CGROUP": os.pathsep.join(str(d) for d in cgroup.dirs),
+               "COURSE_SANDBOX_BWRAP": "1" if sandbox.status()["bwrap"] else "0",
+               "COURSE_SANDBOX_WALL": str(max(1.0, deadline - time.monotonic())),
+               "JUPYTER_PATH": str(specs) + os.pathsep + os.environ.get("JUPYTER_PATH", "")}
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            out = api.autograde(sub.assignment, sub.student, force=True, create=True)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            cgroup.cleanup()
+        res.flags += list(getattr(sandbox.sandboxed_execute_class(), "last_flags", []))
+        if not out.get("success"):
+            res.error = _short_error(out)
+            return
+        res.ok = True
+        _keep_lower(api, sub, verdicts, res)
+        res.questions = _scores(api, sub.assignment, sub.student)
+        res.autograded = sorted((workdir / "autograded" / sub.student / sub.assignment).glob("*" + NB_EXT))
+        if feedback:
+            fb = api.generate_feedback(sub.assignment, sub.student, force=True)
+            if fb.get("success"):
+                res.feedback = sorted((workdir / "feedback" / sub.student / sub.assignment).glob("*.html"))
+                _annotate_feedback(res)
+            else:
+                res.error = "feedback: " + _short_error(fb)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        res.flags = list(dict.fromkeys(res.flags))
+
+
+def _keep_lower(api, sub: Submission, verdicts: dict, res: Result) -> None:
+    """Per test cell: the gradebook keeps the lower of nbgrader's in-kernel score and the judge's."""
+    with api.gradebook as gb:
+        for nb in gb.find_submission(sub.assignment, sub.student).notebooks:
+            for g in nb.grades:
+                v = verdicts.get(g.name)
+                if v is None or g.auto_score is None:
+                    continue
+                judged = g.max_score if v.passed else 0.0
+                if g.auto_score > judged:
+                    first = v.message.strip().splitlines()[0] if v.message.strip() else "failed"
+                    res.integrity.append(f"{g.name}: the notebook's own tests gave {g.auto_score:g}, the check outside "
+                                         f"the kernel gave {judged:g} ({first[:160]}); kept {judged:g}")
+                    g.auto_score = judged
+                elif g.auto_score < judged:
+                    res.integrity.append(f"{g.name}: the check outside the kernel passed but the notebook's own "
+                                         f"tests gave {g.auto_score:g}; kept {g.auto_score:g}")
+        gb.db.commit()
+
+
+def _annotate_feedback(res: Result) -> None:
+    """A short note at the top of the feedback: what grading undid or stopped, and disagreements."""
+    import html
+
+    lines = res.flags + res.integrity
+    if not lines:
+        return
+    note = ("<div style='border:2px solid #c60;padding:8px;margin:8px'><b>Notes from the grader</b><ul>"
+            + "".join(f"<li>{html.escape(l)}</li>" for l in lines) + "</ul></div>")
+    for path in res.feedback:
+        text = path.read_text(encoding="utf-8")
+        i = text.find("<body")
+        j = text.find(">", i) + 1 if i >= 0 else 0
+        path.write_text(text[:j] + note + text[j:], encoding="utf-8")
 
 
 def _stage(sub: Submission, target: Path, workdir: Path, res: Result) -> None:
@@ -368,10 +518,11 @@ def write_csv(results: list[Result], dest_dir: Path) -> tuple[Path, Path]:
     with totals.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["student", "assignment", "status", "auto_score", "auto_max", "manual_pending",
-                    "autograde_seconds"])
+                    "autograde_seconds", "confirm_seconds", "flags", "integrity"])
         for r in results:
             w.writerow([r.student, r.assignment, "graded" if r.ok else "error: " + r.error,
-                        f"{r.auto_score:g}", f"{r.auto_max:g}", f"{r.manual_pending:g}", f"{r.seconds:.1f}"])
+                        f"{r.auto_score:g}", f"{r.auto_max:g}", f"{r.manual_pending:g}", f"{r.seconds:.1f}",
+                        f"{r.confirm_seconds:.1f}", " | ".join(r.flags), " | ".join(r.integrity)])
     with by_q.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["student", "assignment", "question", "kind", "score", "max_score"])

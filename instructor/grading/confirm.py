@@ -1,0 +1,200 @@
+"""Every autograded point confirmed outside the student's kernel.
+
+For one submitted notebook:
+
+1. :func:`confirmation_cells` — the code the confirmation run executes: every code cell of the
+   (canonical) notebook except the graded test cells. No hidden check, no reference answer.
+2. :func:`run_probes` — runs :mod:`.probe_driver` on those cells and on each check's probe, in the
+   sandbox (:mod:`.sandbox`), and reads back plain data (``torch.load(weights_only=True)``). When the
+   notebook ends the process (``os._exit``, a crash, the memory limit), the cell or check that was
+   running is recorded and the run is repeated without it: the submission is graded as far as it ran.
+3. :func:`confirm` — judges the results in this process and returns one :class:`Verdict` per
+   graded test cell, plus the flags raised on the way.
+
+``python -m instructor.grading.confirm NOTEBOOK [...]`` prints the verdicts of notebooks;
+``--samples ASSIGNMENT`` checks every sample submission's verdicts against its ``# expect:`` line.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from ..hidden import Check, Verdict, checks_for, judge_results, probe_source
+from . import sandbox
+
+DRIVER = Path(__file__).with_name("probe_driver.py")
+MAX_RERUNS = 3
+
+__all__ = ["Confirmation", "confirmation_cells", "run_probes", "confirm", "test_cell_ids"]
+
+
+@dataclass
+class Confirmation:
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    sandboxed: bool = False
+
+    def as_json(self) -> dict:
+        return {gid: v.as_json() for gid, v in self.verdicts.items()}
+
+
+def _meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def is_test_cell(cell) -> bool:
+    m = _meta(cell)
+    return cell.cell_type == "code" and bool(m.get("grade")) and not m.get("solution")
+
+
+def test_cell_ids(nb) -> list[str]:
+    return [_meta(c)["grade_id"] for c in nb.cells if is_test_cell(c)]
+
+
+def confirmation_cells(nb) -> list[str]:
+    """The code the confirmation run executes, in notebook order: every code cell but the tests."""
+    return [c.source for c in nb.cells if c.cell_type == "code" and not is_test_cell(c)]
+
+
+def _job(cells: list[str], checks: list[Check], case_lists: list[list[dict]], case_timeout: float) -> dict:
+    return {"cells": cells, "case_timeout": float(case_timeout),
+            "checks": [{"grade_id": c.grade_id, "source": probe_source(c), "cases": cases}
+                       for c, cases in zip(checks, case_lists)]}
+
+
+def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict]], *,
+               limits: "sandbox.Limits | None" = None, workdir: Path | None = None,
+               use_sandbox: bool = True) -> tuple[dict[str, list | None], list[str], bool]:
+    """Run the driver until every check has results or was ended by the notebook.
+
+    Returns ({grade_id: results or None}, flags, sandboxed).
+    """
+    import torch
+
+    limits = limits or sandbox.Limits.from_config()
+    cells = list(cells)
+    pending = list(range(len(checks)))
+    results: dict[str, list | None] = {}
+    flags: list[str] = []
+    sandboxed = False
+    own_tmp = workdir is None
+    base = Path(tempfile.mkdtemp(prefix="confirm-")) if own_tmp else Path(workdir)
+    deadline = time.monotonic() + limits.wall_seconds
+    try:
+        for attempt in range(MAX_RERUNS + 1):
+            if not pending:
+                break
+            scratch = base / f"run{attempt}"
+            scratch.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(DRIVER, scratch / "probe_driver.py")
+            torch.save(_job(cells, [checks[i] for i in pending], [case_lists[i] for i in pending],
+                            limits.case_seconds), scratch / "job.pt")
+            out = scratch / "out"
+            out.mkdir()
+            remaining = max(1.0, deadline - time.monotonic())
+            run = sandbox.run([sandbox.python(), "probe_driver.py", "job.pt", "out"], scratch,
+                              limits=limits, wall_seconds=remaining, use_sandbox=use_sandbox)
+            sandboxed = sandboxed or run.sandboxed
+            for i in list(pending):
+                f = out / f"{checks[i].grade_id}.pt"
+                if f.is_file():
+                    try:
+                        results[checks[i].grade_id] = sandbox.load_data(f)
+                    except Exception as err:  # noqa: BLE001 - not plain data: the check fails
+                        results[checks[i].grade_id] = None
+                        flags.append(f"{checks[i].grade_id}: the confirmation result was not plain data ({type(err).__name__})")
+                    pending.remove(i)
+            if not pending:
+                break
+            progress = (out / "progress.txt").read_text().strip() if (out / "progress.txt").is_file() else ""
+            why = run.reason or f"the process exited with status {run.returncode}"
+            if run.timed_out or time.monotonic() >= deadline:
+                flags.append(f"confirmation stopped: {why}; {len(pending)} question(s) not confirmed")
+                break
+            if progress.startswith("cell "):
+                k = int(progress.split()[1])
+                flags.append(f"cell {k + 1} of the answers ended the confirmation run ({why}); it was skipped")
+                cells[k] = "pass  # skipped by the grader: this cell ended the process"
+            elif progress.startswith("check "):
+                gid = progress.split()[1]
+                flags.append(f"{gid}: calling the answer ended the confirmation run ({why})")
+                i = next(i for i in pending if checks[i].grade_id == gid)
+                results[gid] = None
+                pending.remove(i)
+            else:
+                flags.append(f"confirmation run failed before any cell ran ({why})")
+                break
+        for i in pending:
+            results.setdefault(checks[i].grade_id, None)
+    finally:
+        if own_tmp:
+            shutil.rmtree(base, ignore_errors=True)
+    return results, flags, sandboxed
+
+
+def confirm(nb, assignment: str, *, limits=None, workdir: Path | None = None,
+            use_sandbox: bool = True, wanted: list[str] | None = None) -> Confirmation:
+    """Verdicts for the graded test cells ``wanted`` (default: those of ``nb``, a canonical notebook)."""
+    t0 = time.perf_counter()
+    wanted = set(wanted if wanted is not None else test_cell_ids(nb))
+    checks = [c for c in checks_for(assignment) if c.grade_id in wanted]
+    case_lists = [c.cases() for c in checks]
+    results, flags, sandboxed = run_probes(confirmation_cells(nb), checks, case_lists, limits=limits,
+                                           workdir=workdir, use_sandbox=use_sandbox)
+    conf = Confirmation(flags=flags, sandboxed=sandboxed)
+    for check, cases in zip(checks, case_lists):
+        conf.verdicts[check.grade_id] = judge_results(check, cases, results.get(check.grade_id))
+    for gid in sorted(wanted - set(conf.verdicts)):
+        conf.verdicts[gid] = Verdict(gid, False, f"no hidden check confirms '{gid}' (ask your instructor)")
+    conf.seconds = time.perf_counter() - t0
+    return conf
+
+
+def _main(argv: list[str]) -> int:
+    import argparse
+
+    from .course import notebook_owner
+    from .samples import build_notebook, load_samples
+
+    parser = argparse.ArgumentParser(prog="python -m instructor.grading.confirm",
+                                     description="Confirmation verdicts of notebooks or sample submissions.")
+    parser.add_argument("notebooks", nargs="*")
+    parser.add_argument("--samples", metavar="ASSIGNMENT", help="check every sample of ASSIGNMENT")
+    parser.add_argument("--only", nargs="*", help="with --samples: only these students")
+    parser.add_argument("--no-sandbox", action="store_true")
+    args = parser.parse_args(argv)
+    status = 0
+    items = []
+    if args.samples:
+        for s in load_samples(args.samples):
+            if not args.only or s.student in args.only:
+                items.append((f"{s.assignment}/{s.student}", build_notebook(s)[1], s.assignment, s))
+    for p in args.notebooks:
+        items.append((p, nbformat.read(p, as_version=4), notebook_owner()[Path(p).name], None))
+    for label, nb, assignment, sample in items:
+        conf = confirm(nb, assignment, use_sandbox=not args.no_sandbox)
+        print(f"== {label}  ({conf.seconds:.1f} s, sandboxed={conf.sandboxed})")
+        for flag in conf.flags:
+            print(f"   flag: {flag}")
+        for gid, v in conf.verdicts.items():
+            line = f"   {gid:<45} {'pass' if v.passed else 'FAIL'}"
+            if sample is not None and gid in sample.expect_questions:
+                want = sample.expect_questions[gid] > 0
+                if want != v.passed:
+                    line += f"   <-- sample expects {'pass' if want else 'fail'}"
+                    status = 1
+            print(line)
+            if not v.passed:
+                print("      " + v.message.replace("\n", "\n      ")[:1200])
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

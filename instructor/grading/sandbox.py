@@ -1,0 +1,568 @@
+"""The sandbox every submitted notebook runs in: bubblewrap, limits, and a kernel that lives inside.
+
+What a submission's process tree sees and may do (each item is tested by a hostile submission in
+``tests/hostile/``):
+
+* **files** — a read-only view of the system (``/usr``, ``/lib*``, ``/bin``, ``/etc``), the Python
+  installation, the course's virtual environment and the *student* package ``autograder/``; one
+  writable scratch folder (its working directory and ``HOME``) and a private ``/tmp``. Nothing else
+  exists in it: not ``source/``, not ``instructor/``, not the gradebook, not other submissions, not
+  the grades.
+* **no network** (own network namespace), own PID namespace (it cannot see or signal the grader;
+  when the sandbox ends, every process it started ends with it), own IPC and UTS namespaces, an
+  unprivileged user (uid 65534 inside), no capabilities, a new session (no terminal injection).
+* **limits** — memory and number of processes (a cgroup when the grader may make one, else
+  ``RLIMIT_AS``/``RLIMIT_NPROC``), CPU time (``RLIMIT_CPU``), file size (``RLIMIT_FSIZE``), open
+  files, no core dumps, and a wall-clock limit per submission enforced by the grader.
+
+Where bubblewrap cannot run, grading says so once, loudly, and falls back to the limits alone.
+
+The limits are set in ``nbgrader_config.py`` next to the other grading settings (``c.Sandbox.*``).
+
+The kernel that nbgrader drives runs inside the sandbox: a kernelspec whose command is this file's
+:func:`kernel_main`, which execs ``bwrap ... python -m ipykernel_launcher``; kernel and grader talk
+over Unix sockets in a folder shared with the sandbox (``transport=ipc``), since the sandbox has no
+network. This file must stay importable as a plain script (no relative imports at module level).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+STUDENT_PACKAGE = REPO / "autograder"
+KERNEL_NAME = "course-sandbox"
+CGROUP_ROOT_V1 = Path("/sys/fs/cgroup")
+GIB = 1 << 30
+
+
+@dataclass
+class Limits:
+    memory_bytes: int = 4 * GIB         # whole sandbox (cgroup), or per process (RLIMIT_AS fallback)
+    processes: int = 256                # processes and threads in the sandbox
+    cpu_seconds: int = 900              # CPU time of each process
+    wall_seconds: float = 900.0         # one submission, all its runs together
+    file_bytes: int = 256 << 20         # largest file it may write
+    open_files: int = 1024
+    case_seconds: float = 60.0          # one probe call in the confirmation run
+    output_bytes: int = 1 << 20         # outputs kept per cell in the autograded notebook
+
+    @classmethod
+    def from_config(cls, config=None) -> "Limits":
+        """The ``c.Sandbox.*`` settings of ``nbgrader_config.py`` (or the defaults)."""
+        if config is None:
+            try:
+                from instructor.grading.course import load_config
+
+                config = load_config(REPO)
+            except Exception:  # noqa: BLE001 - defaults when run outside the course
+                config = {}
+        section = config.get("Sandbox", {}) if hasattr(config, "get") else {}
+        lim = cls()
+        gb = section.get("memory_gb")
+        if gb:
+            lim.memory_bytes = int(float(gb) * GIB)
+        for key in ("processes", "cpu_seconds", "file_bytes", "open_files", "output_bytes"):
+            if key in section:
+                setattr(lim, key, int(section[key]))
+        if "wall_minutes" in section:
+            lim.wall_seconds = float(section["wall_minutes"]) * 60
+        if "case_seconds" in section:
+            lim.case_seconds = float(section["case_seconds"])
+        return lim
+
+    def to_env(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_env(cls, text: str | None) -> "Limits":
+        return cls(**json.loads(text)) if text else cls()
+
+
+# --------------------------------------------------------------------------- what is available
+
+_STATUS: dict | None = None
+
+
+def python() -> str:
+    """The interpreter of the course environment (the grader's own)."""
+    return sys.executable
+
+
+def _python_prefix() -> Path:
+    return Path(os.path.realpath(sys.executable)).parents[1]
+
+
+def status() -> dict:
+    """{'bwrap': bool, 'cgroup': 'v1'|'v2'|None, 'why': str}; probed once per process."""
+    global _STATUS
+    if _STATUS is not None:
+        return _STATUS
+    st = {"bwrap": False, "cgroup": None, "why": ""}
+    if os.environ.get("COURSE_SANDBOX") == "off":
+        st["why"] = "COURSE_SANDBOX=off"
+    elif not shutil.which("bwrap"):
+        st["why"] = "bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
+    else:
+        with tempfile.TemporaryDirectory() as d:
+            try:
+                r = subprocess.run(bwrap_argv(Path(d), ["/bin/true"]), capture_output=True, timeout=30)
+                st["bwrap"] = r.returncode == 0
+                st["why"] = "" if st["bwrap"] else r.stderr.decode(errors="replace").strip()[:300]
+            except (OSError, subprocess.TimeoutExpired) as err:
+                st["why"] = str(err)
+    st["cgroup"] = _cgroup_kind()
+    _STATUS = st
+    return st
+
+
+def warn_if_unsandboxed(stream=sys.stderr) -> bool:
+    """Say once, loudly, when submissions will run without bubblewrap. True when sandboxed."""
+    st = status()
+    if not st["bwrap"] and not os.environ.get("_COURSE_SANDBOX_WARNED"):
+        os.environ["_COURSE_SANDBOX_WARNED"] = "1"
+        print("\n" + "!" * 78 + "\nWARNING: submissions run WITHOUT the bubblewrap sandbox: "
+              f"{st['why']}.\nOnly resource limits apply; a hostile notebook can read and write what "
+              "the grader can.\n" + "!" * 78 + "\n", file=stream, flush=True)
+    return st["bwrap"]
+
+
+# --------------------------------------------------------------------------- cgroups
+
+def _cgroup_kind() -> str | None:
+    if os.geteuid() != 0:
+        return None
+    if (CGROUP_ROOT_V1 / "memory" / "cgroup.procs").exists() and os.access(CGROUP_ROOT_V1 / "memory", os.W_OK) \
+            and (CGROUP_ROOT_V1 / "pids").is_dir():
+        return "v1"
+    if (CGROUP_ROOT_V1 / "cgroup.controllers").exists() and os.access(CGROUP_ROOT_V1, os.W_OK):
+        return "v2"
+    return None
+
+
+class Cgroup:
+    """A memory + pids cgroup for one sandbox run (when the grader runs as root)."""
+
+    def __init__(self, limits: Limits, kind: str | None):
+        self.kind, self.dirs = kind, []
+        name = f"course-grading/{uuid.uuid4().hex[:12]}"
+        try:
+            if kind == "v1":
+                mem, pids = CGROUP_ROOT_V1 / "memory" / name, CGROUP_ROOT_V1 / "pids" / name
+                for d in (mem, pids):
+                    d.mkdir(parents=True)
+                    self.dirs.append(d)
+                (mem / "memory.limit_in_bytes").write_text(str(limits.memory_bytes))
+                (pids / "pids.max").write_text(str(limits.processes))
+            elif kind == "v2":
+                parent = CGROUP_ROOT_V1 / "course-grading"
+                parent.mkdir(exist_ok=True)
+                (CGROUP_ROOT_V1 / "cgroup.subtree_control").write_text("+memory +pids")
+                (parent / "cgroup.subtree_control").write_text("+memory +pids")
+                d = CGROUP_ROOT_V1 / name
+                d.mkdir()
+                self.dirs.append(d)
+                (d / "memory.max").write_text(str(limits.memory_bytes))
+                (d / "memory.swap.max").write_text("0") if (d / "memory.swap.max").exists() else None
+                (d / "pids.max").write_text(str(limits.processes))
+        except OSError:
+            self.cleanup()
+            self.kind, self.dirs = None, []
+
+    @property
+    def active(self) -> bool:
+        return bool(self.dirs)
+
+    def enter(self, pid: int | None = None) -> None:
+        for d in self.dirs:
+            (d / "cgroup.procs").write_text(str(pid or os.getpid()))
+
+    def pids(self) -> set[int]:
+        out = set()
+        for d in self.dirs:
+            try:
+                out |= {int(p) for p in (d / "cgroup.procs").read_text().split()}
+            except OSError:
+                pass
+        return out
+
+    def oom_killed(self) -> bool:
+        for d in self.dirs:
+            for f in ("memory.oom_control", "memory.events"):
+                try:
+                    text = (d / f).read_text()
+                except OSError:
+                    continue
+                for line in text.splitlines():
+                    k, _, v = line.partition(" ")
+                    if k == "oom_kill" and int(v or 0) > 0:
+                        return True
+            try:
+                if int((d / "memory.failcnt").read_text()) > 0 and not self.pids():
+                    return True
+            except (OSError, ValueError):
+                pass
+        return False
+
+    def cleanup(self) -> None:
+        for _ in range(50):
+            left = self.pids()
+            if not left:
+                break
+            for p in left:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.02)
+        for d in self.dirs:
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+
+
+# --------------------------------------------------------------------------- bubblewrap
+
+def _device_binds() -> list[str]:
+    out = []
+    for dev in sorted(Path("/dev").glob("nvidia*")):
+        out += ["--dev-bind", str(dev), str(dev)]
+    return out
+
+
+def bwrap_argv(scratch: Path, command: list[str], *, extra_ro: list[Path] = (), extra_rw: list[Path] = (),
+               env: dict | None = None) -> list[str]:
+    """The bubblewrap command line that runs ``command`` in ``scratch``."""
+    scratch = Path(scratch)
+    argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--unshare-user",
+            "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL", "--clearenv",
+            "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
+    system = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
+    for p in system:
+        if os.path.lexists(p):
+            argv += ["--ro-bind", p, p] if not os.path.islink(p) else ["--symlink", os.readlink(p), p]
+    venv = Path(sys.prefix)
+    ro = [_python_prefix(), venv, STUDENT_PACKAGE, *extra_ro]
+    for p in dict.fromkeys(str(Path(p)) for p in ro):
+        if os.path.exists(p) and not any(p == s or p.startswith(s + "/") for s in system):
+            argv += ["--ro-bind", p, p]
+    for p in [scratch, *extra_rw]:
+        argv += ["--bind", str(p), str(p)]
+    argv += _device_binds()
+    base_env = {"PATH": f"{venv}/bin:/usr/bin:/bin", "HOME": str(scratch), "LANG": "C.UTF-8",
+                "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
+                "IPYTHONDIR": str(scratch / ".ipython"), "MPLCONFIGDIR": str(scratch / ".matplotlib"),
+                "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "TMPDIR": "/tmp"}
+    for key in ("COURSE_DEVICE", "CUDA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        if os.environ.get(key):
+            base_env[key] = os.environ[key]
+    base_env.update(env or {})
+    for k, v in base_env.items():
+        argv += ["--setenv", k, v]
+    argv += ["--chdir", str(scratch), "--", *command]
+    return argv
+
+
+def _unsandboxed_env(scratch: Path, env: dict | None) -> dict:
+    e = {k: v for k, v in os.environ.items() if not k.startswith("JPY_")}
+    e.update({"HOME": str(scratch), "IPYTHONDIR": str(scratch / ".ipython"), "MPLBACKEND": "Agg",
+              "MPLCONFIGDIR": str(scratch / ".matplotlib"), "PYTHONNOUSERSITE": "1"})
+    e.update(env or {})
+    return e
+
+
+def apply_rlimits(limits: Limits, cgroup_active: bool) -> None:
+    """Resource limits for this process and everything it starts (call before exec)."""
+    def setl(what, value):
+        try:
+            soft, hard = resource.getrlimit(what)
+            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(what, (value, value))
+        except (ValueError, OSError):
+            pass
+
+    setl(resource.RLIMIT_CPU, int(limits.cpu_seconds))
+    setl(resource.RLIMIT_FSIZE, int(limits.file_bytes))
+    setl(resource.RLIMIT_CORE, 0)
+    setl(resource.RLIMIT_NOFILE, int(limits.open_files))
+    if not cgroup_active:
+        if os.geteuid() != 0:
+            setl(resource.RLIMIT_NPROC, int(limits.processes))
+        if not any(Path("/dev").glob("nvidia*")):  # CUDA maps huge virtual ranges
+            setl(resource.RLIMIT_AS, int(limits.memory_bytes) + GIB)
+
+
+@dataclass
+class RunResult:
+    returncode: int | None
+    timed_out: bool
+    sandboxed: bool
+    seconds: float
+    reason: str = ""
+
+
+def _describe_exit(code: int | None, cgroup: Cgroup | None, timed_out: bool, wall: float) -> str:
+    if timed_out:
+        return f"it ran past the wall-clock limit of {wall:.0f} s"
+    if cgroup is not None and cgroup.oom_killed():
+        return "it ran out of its memory limit"
+    if code is None:
+        return "it did not finish"
+    if code < 0:
+        sig = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+        extra = {"SIGXCPU": " (CPU-time limit)", "SIGXFSZ": " (file-size limit)",
+                 "SIGKILL": " (killed: memory limit or a crash)"}.get(sig, "")
+        return f"it was ended by {sig}{extra}"
+    if code > 128:
+        return _describe_exit(128 - code, cgroup, False, wall)
+    return f"it exited with status {code}"
+
+
+def run(command: list[str], scratch: Path, *, limits: Limits | None = None, wall_seconds: float | None = None,
+        use_sandbox: bool = True, env: dict | None = None, extra_ro: list[Path] = ()) -> RunResult:
+    """Run ``command`` in ``scratch`` under the sandbox and limits; never raises for its failures."""
+    limits = limits or Limits()
+    wall = float(wall_seconds or limits.wall_seconds)
+    scratch = Path(scratch)
+    os.chmod(scratch, 0o777)
+    sandboxed = use_sandbox and status()["bwrap"]
+    if use_sandbox and not sandboxed:
+        warn_if_unsandboxed()
+    cgroup = Cgroup(limits, status()["cgroup"]) if use_sandbox else None
+    argv = bwrap_argv(scratch, command, env=env, extra_ro=extra_ro) if sandboxed else command
+
+    def pre():
+        os.setsid()
+        if cgroup is not None and cgroup.active:
+            cgroup.enter()
+        apply_rlimits(limits, cgroup is not None and cgroup.active)
+
+    t0 = time.monotonic()
+    timed_out = False
+    err_path = scratch / ".sandbox-stderr"
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen(argv, cwd=scratch, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=err, preexec_fn=pre, close_fds=True,
+                                env=None if sandboxed else _unsandboxed_env(scratch, env))
+        try:
+            code = proc.wait(timeout=wall)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            code = None
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            if code is None:
+                try:
+                    code = proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    code = None
+    reason = "" if code == 0 and not timed_out else _describe_exit(code, cgroup, timed_out, wall)
+    if cgroup is not None:
+        cgroup.cleanup()
+    return RunResult(code, timed_out, sandboxed, time.monotonic() - t0, reason)
+
+
+def load_data(path: Path, max_bytes: int = 256 << 20):
+    """Read a result file written in the sandbox: plain data only (no pickled objects)."""
+    import torch
+
+    if Path(path).stat().st_size > max_bytes:
+        raise ValueError(f"{path.name} is larger than {max_bytes >> 20} MiB")
+    return torch.load(path, weights_only=True, map_location="cpu")
+
+
+# --------------------------------------------------------------------------- the sandboxed kernel
+
+def write_kernelspec(dest: Path) -> Path:
+    """A kernelspec named :data:`KERNEL_NAME` under ``dest/kernels/``; put ``dest`` on JUPYTER_PATH."""
+    spec = Path(dest) / "kernels" / KERNEL_NAME
+    spec.mkdir(parents=True, exist_ok=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, str(Path(__file__).resolve()), "kernel", "{connection_file}"],
+        "display_name": "Python 3 (course sandbox)", "language": "python", "interrupt_mode": "message",
+    }, indent=1))
+    return spec
+
+
+def kernel_main(connection_file: str) -> None:
+    """The kernelspec's command: set limits and cgroup, then exec the kernel inside bubblewrap.
+
+    Settings come from the grader through the environment: ``COURSE_SANDBOX_SCRATCH`` (the
+    submission's scratch folder), ``COURSE_SANDBOX_RUN`` (the folder of the connection file and
+    sockets), ``COURSE_SANDBOX_LIMITS``, ``COURSE_SANDBOX_CGROUP`` (a folder list, made by the grader)
+    and ``COURSE_VERDICTS`` (the judge's verdicts, bound read-only).
+    """
+    scratch = Path(os.environ["COURSE_SANDBOX_SCRATCH"])
+    rundir = Path(os.environ["COURSE_SANDBOX_RUN"])
+    limits = Limits.from_env(os.environ.get("COURSE_SANDBOX_LIMITS"))
+    cg = [Path(p) for p in os.environ.get("COURSE_SANDBOX_CGROUP", "").split(os.pathsep) if p]
+    for d in cg:
+        try:
+            (d / "cgroup.procs").write_text(str(os.getpid()))
+        except OSError:
+            pass
+    apply_rlimits(limits, bool(cg))
+    kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file,
+              "--IPKernelApp.log_level=ERROR", "--HistoryManager.hist_file=:memory:"]
+    env = {}
+    verdicts = os.environ.get("COURSE_VERDICTS")
+    extra_ro = []
+    if verdicts:
+        env["COURSE_VERDICTS"] = verdicts
+        extra_ro.append(Path(verdicts))
+    # The kernel's own banner and logs are not the grader's output: keep them in the run folder.
+    log = os.open(str(rundir / "kernel.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    if os.environ.get("COURSE_SANDBOX_BWRAP") == "1":
+        argv = bwrap_argv(scratch, kernel, extra_ro=extra_ro, extra_rw=[rundir], env=env)
+        os.execvp(argv[0], argv)
+    os.chdir(scratch)
+    os.environ.update(_unsandboxed_env(scratch, env))
+    os.execv(sys.executable, kernel)
+
+
+def _kernel_manager_class():
+    from jupyter_client.manager import AsyncKernelManager
+
+    class SandboxKernelManager(AsyncKernelManager):
+        """Connection file and IPC sockets in the folder shared with the sandbox."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            rundir = Path(os.environ["COURSE_SANDBOX_RUN"])
+            self.transport = "ipc"
+            self.connection_file = str(rundir / f"kernel-{uuid.uuid4().hex[:8]}.json")
+            self.ip = str(rundir / "k")
+
+    return SandboxKernelManager
+
+
+@functools.lru_cache(maxsize=None)
+def sandboxed_execute_class():
+    """nbgrader's Execute preprocessor, with the kernel in the sandbox and the grader in charge:
+
+    * the notebook's kernel name is ignored (a made-up or missing kernel cannot stop grading);
+    * past the submission's wall-clock limit no further cell runs (each gets a one-line error);
+    * a cell that ends the kernel (``os._exit``, ``exit()``, a crash, the memory limit) gets an error
+      output saying so, the kernel is restarted, the cells before it are run again (at most three
+      times per submission), and grading goes on: the submission is graded as far as it ran;
+    * outputs beyond ``Limits.output_bytes`` per cell are cut.
+    """
+    from nbclient.exceptions import DeadKernelError
+    from nbformat.v4 import new_output
+    from nbgrader.preprocessors import Execute
+
+    class SandboxedExecute(Execute):
+        max_restarts = 3
+
+        def preprocess(self, nb, resources=None, km=None):
+            self.kernel_name = KERNEL_NAME
+            self.kernel_manager_class = _kernel_manager_class()
+            self._limits = Limits.from_env(os.environ.get("COURSE_SANDBOX_LIMITS"))
+            self._deadline = time.monotonic() + float(os.environ.get("COURSE_SANDBOX_WALL", self._limits.wall_seconds))
+            self._restarts, self._ran = 0, []
+            self.course_flags = []
+            type(self).last_flags = self.course_flags
+            return super().preprocess(nb, resources, km)
+
+        def _error(self, cell, name, text):
+            cell.outputs.append(new_output("error", ename=name, evalue=text, traceback=[f"{name}: {text}"]))
+
+        def _watchdog_kill(self):
+            try:
+                self.km.provisioner.process.kill() if self.km.provisioner else None
+            except Exception:  # noqa: BLE001
+                pass
+
+        def preprocess_cell(self, cell, resources, index):
+            if cell.cell_type != "code":
+                return cell, self.resources
+            left = self._deadline - time.monotonic()
+            if left <= 0:
+                cell.outputs = []
+                self._error(cell, "TimeLimit", "not run: the submission used up its time limit")
+                if not any("time limit" in f for f in self.course_flags):
+                    self.course_flags.append(f"stopped at cell {index + 1}: the submission used up its wall-clock "
+                                             f"limit ({self._limits.wall_seconds:.0f} s)")
+                return cell, self.resources
+            import threading
+
+            timer = threading.Timer(left, self._watchdog_kill)
+            timer.daemon = True
+            timer.start()
+            try:
+                cell, res = super().preprocess_cell(cell, resources, index)
+                self._ran.append(cell)
+            except (DeadKernelError, RuntimeError) as err:
+                if isinstance(err, RuntimeError) and "Kernel died" not in str(err) and "kernel" not in str(err).lower():
+                    raise
+                timed_out = time.monotonic() >= self._deadline
+                why = ("the submission's time limit ended it" if timed_out else
+                       "this cell ended the Python process (os._exit, exit(), a crash or the memory limit)")
+                self._error(cell, "KernelDied", why)
+                self.course_flags.append(f"cell {index + 1}: {why}")
+                if not timed_out and self._restarts < self.max_restarts:
+                    self._restarts += 1
+                    self._restart_and_replay()
+                else:
+                    self._deadline = time.monotonic()  # nothing more runs
+                res = self.resources
+            finally:
+                timer.cancel()
+            self._cap_outputs(cell)
+            return cell, res
+
+        def _restart_and_replay(self):
+            from jupyter_core.utils import run_sync
+
+            try:
+                if self.kc is not None:
+                    self.kc.stop_channels()
+                run_sync(self.km.restart_kernel)(now=True)
+                self.start_new_kernel_client()
+                for prev in self._ran:
+                    self.kc.execute_interactive(prev.source, store_history=False, allow_stdin=False,
+                                                timeout=max(1.0, self._deadline - time.monotonic()),
+                                                output_hook=lambda msg: None)
+            except Exception as err:  # noqa: BLE001
+                self.course_flags.append(f"the kernel could not be restarted ({type(err).__name__}); grading stopped")
+                self._deadline = time.monotonic()
+
+        def _cap_outputs(self, cell):
+            cap, used, kept = self._limits.output_bytes, 0, []
+            for out in cell.get("outputs", []):
+                size = len(json.dumps(out, default=str))
+                if used + size > cap:
+                    kept.append(new_output("stream", name="stdout",
+                                           text=f"\n... output cut by the grader: over {cap >> 10} KiB in this cell ...\n"))
+                    if not any("output" in f and "cut" in f for f in self.course_flags):
+                        self.course_flags.append(f"outputs over {cap >> 10} KiB per cell were cut")
+                    break
+                used += size
+                kept.append(out)
+            cell.outputs = kept
+
+    return SandboxedExecute
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "kernel":
+        kernel_main(sys.argv[2])
+    else:
+        print(json.dumps(status(), indent=1))
