@@ -7,7 +7,7 @@ Modules, by what they hold:
 * :mod:`autograder.inplace`       — the in-place locator (which line wrote into a saved tensor);
 * :mod:`autograder.yolo`          — the legacy YOLOv5 (release 5.0) Detect head;
 * :mod:`autograder.detector`      — a small detector trained on synthetic shapes;
-* :mod:`autograder.saved_tensors` — assignment 1's experiments and checks (what ops save, versions);
+* :mod:`autograder.saved_tensors` — assignment 1's decode constants and version program;
 * :mod:`autograder.storage`       — assignment 2's witnesses (id, storage, _version) and explorer;
 * :mod:`autograder.attack`        — assignment 3's decode checks, the attack and its figures;
 * :mod:`autograder.explorers`     — the lessons' widgets and the autograd graph picture;

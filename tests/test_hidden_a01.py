@@ -1,0 +1,396 @@
+"""Assignment 1's hidden checks (instructor/hidden/a01_version_counter.py), in-process, no nbgrader.
+
+Every check passes the source notebook's reference solutions and the other correct styles of the
+sample submissions, and fails wrong answers, silent-wrong fixes included. The namespace is the
+notebook's own: every code cell but the graded tests, executed here; a variant replaces one answer.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+from instructor.grading.probe_driver import sanitize  # noqa: E402
+from instructor.grading.samples import parse_sample  # noqa: E402
+from instructor.hidden import a01_version_counter as a01  # noqa: E402
+from instructor.hidden import checks_for, run_in_process  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE = REPO / "source" / "01_version_counter" / "01_version_counter.ipynb"
+SAMPLES = REPO / "tests" / "samples" / "01_version_counter"
+GRADE_IDS = ["reproduce_sigmoid_error_tests", "predict_versions_tests", "read_error_message_tests",
+             "saved_by_tests", "fixed_sigmoid_decode_tests", "judge_fix_tests"]
+
+
+def _cells() -> list[tuple[str | None, str]]:
+    nb = nbformat.read(SOURCE, as_version=4)
+    out = []
+    for c in nb.cells:
+        meta = c.metadata.get("nbgrader", {})
+        if c.cell_type == "code" and not (meta.get("grade") and not meta.get("solution")):
+            out.append((meta.get("grade_id"), c.source))
+    return out
+
+
+@pytest.fixture(scope="module")
+def notebook_ns() -> dict:
+    """The source notebook's namespace: set-up, lesson cells and the reference solutions."""
+    ns: dict = {"__name__": "__main__"}
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        for gid, src in _cells():
+            exec(compile(src, f"<cell {gid}>", "exec"), ns)  # noqa: S102
+    return ns
+
+
+def with_answer(ns: dict, code: str) -> dict:
+    """The notebook's namespace with one answer replaced (``code`` defines it)."""
+    variant = dict(ns)
+    exec(code, variant)  # noqa: S102
+    return variant
+
+
+def verdict(grade_id: str, ns: dict):
+    with contextlib.redirect_stdout(io.StringIO()):
+        return run_in_process(grade_id, ns, "01_version_counter")
+
+
+# --------------------------------------------------------------------------- the framework's view
+
+def test_one_check_per_graded_cell():
+    nb = nbformat.read(SOURCE, as_version=4)
+    graded = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells
+              if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")]
+    assert graded == GRADE_IDS
+    assert [c.grade_id for c in checks_for("01_version_counter")] == GRADE_IDS
+    for c in nb.cells:
+        if c.metadata.get("nbgrader", {}).get("grade_id") in GRADE_IDS:
+            assert "confirmed(" in c.source and "saved_tensors import check" not in c.source
+
+
+def test_cases_are_plain_data_and_deterministic(tmp_path):
+    for check in checks_for("01_version_counter"):
+        cases = check.cases()
+        assert cases and all(isinstance(c, dict) for c in cases)
+        torch.save(cases, tmp_path / "cases.pt")
+        torch.load(tmp_path / "cases.pt", weights_only=True)  # what the sandbox can read
+        assert repr(sanitize(cases)) == repr(sanitize(check.cases())), check.grade_id
+        assert all("label" in c for c in cases)
+
+
+def test_student_package_holds_no_answers():
+    from autograder import saved_tensors
+
+    for name in ("reference_decode", "match_version_error", "run_version_program", "saved_by_experiment",
+                 "FIX_CANDIDATES", "judge_decode", "check_fix_judge", "check_error_reader",
+                 "check_reproduced_error", "check_saved_by", "check_fixed_decode", "check_version_predictions"):
+        assert not hasattr(saved_tensors, name), name
+    assert saved_tensors.decode_constants and saved_tensors.VERSION_PROGRAM
+
+
+def test_fix_candidates_have_one_outcome_whatever_the_input():
+    """The judge's truth for judge_fix must not depend on the student's random input and weights."""
+    outcomes = {}
+    for name, _, src in a01.DECODES:
+        decode = a01.build_decode(src, name)
+        seen = {a01.judge_decode(decode, seed=s) for s in range(6)}
+        seen |= {a01.judge_decode(decode, seed=s, shape=(1, 2, 3, 3, 6)) for s in range(2)}
+        assert len(seen) == 1, (name, seen)
+        outcomes[name] = seen.pop()
+    assert {outcomes["broken_decode"], outcomes["fix_clone"], outcomes["fake_fix_hooks"]} == \
+        {"error", "correct", "wrong_gradient"}  # the visible test's three
+    assert (outcomes["broken_decode"], outcomes["fix_clone"], outcomes["fake_fix_hooks"]) == \
+        ("error", "correct", "wrong_gradient")
+    assert set(outcomes.values()) == {"error", "no_gradient", "wrong_gradient", "correct"}
+
+
+def test_read_error_cases_span_the_input_space():
+    cases = a01.ReadErrorMessage().cases()
+    truths = []
+    for case in cases:
+        if case["kind"] == "live":
+            err, _ = a01.provoke(case["spec"])
+            truths.append(a01.match_version_error(err))
+        else:
+            truths.append(a01.match_version_error(case["message"]))
+    assert all(t is not None for t in truths)
+    assert {len(t["shape"]) for t in truths} >= set(range(7))
+    assert {len(str(t["version_now"])) for t in truths} == {1, 2, 3}
+    assert any(t["version_saved"] > 0 for t in truths)
+    types = {t["tensor_type"] for t in truths}
+    assert {"torch.cuda.HalfTensor", "CPUBFloat16Type", "CUDABFloat16Type", "torch.DoubleTensor"} <= types
+    nodes = {t["node"] for t in truths}
+    assert None in nodes and any("::" in n for n in nodes if n) and "SigmoidBackward0" in nodes
+    assert {c.get("as") for c in cases} >= {"text", "exception"} and any(c["kind"] == "live" for c in cases)
+
+
+def test_gpu_grader_adds_cuda_cases(monkeypatch):
+    configs = [(torch.device("cpu"), torch.float64), (torch.device("cpu"), torch.float32),
+               (torch.device("cuda"), torch.float32), (torch.device("cuda"), torch.float16)]
+    monkeypatch.setattr(a01, "test_configs", lambda: configs)
+    cases = a01.FixedSigmoidDecode().cases()
+    assert {(c["device"], c["dtype"]) for c in cases} == {("cpu", "float64"), ("cpu", "float32"),
+                                                          ("cuda", "float32"), ("cuda", "float16")}
+    assert all(c["p"].device.type == "cpu" for c in cases)
+    specs = a01.ReadErrorMessage()._live_specs()
+    assert {s["dtype"] for s in specs if s["device"] == "cuda"} >= {"float16", "bfloat16"}
+
+
+# --------------------------------------------------------------------------- right answers pass
+
+@pytest.mark.parametrize("grade_id", GRADE_IDS)
+def test_reference_solutions_pass(notebook_ns, grade_id):
+    v = verdict(grade_id, notebook_ns)
+    assert v.passed, v.message
+    assert v.cases >= 1
+
+
+@pytest.mark.parametrize("student", ["ben", "cy"])
+def test_other_correct_styles_pass(notebook_ns, student):
+    sample = parse_sample(SAMPLES / f"{student}.py")
+    ns = dict(notebook_ns)
+    for kind, _, text in sample.blocks:
+        if kind == "solution":
+            exec(text, ns)  # noqa: S102
+    for gid in GRADE_IDS:
+        v = verdict(gid, ns)
+        assert v.passed, (student, gid, v.message)
+
+
+# --------------------------------------------------------------------------- wrong answers fail
+
+WRONG = {
+    "reproduce_sigmoid_error_tests": {
+        "built by hand": '''
+def reproduce_sigmoid_error():
+    return RuntimeError("one of the variables needed for gradient computation has been modified by an "
+                        "inplace operation: [torch.FloatTensor [2, 3, 8, 8, 7]], which is output 0 of "
+                        "Sigmoid, is at version 2; expected version 0 instead.")
+''',
+        "three writes": '''
+def reproduce_sigmoid_error():
+    p = torch.randn(2, 3, 8, 8, 7, requires_grad=True)
+    y = broken_decode(p, GRID, ANCHOR_GRID, STRIDE)
+    y[..., 4:5] = y[..., 4:5] * 1
+    try:
+        y.sum().backward()
+    except RuntimeError as err:
+        return err
+''',
+        "not detector-shaped": '''
+def reproduce_sigmoid_error():
+    p = torch.randn(4, 7, requires_grad=True)
+    y = p.sigmoid()
+    y[:, 0:2] = y[:, 0:2] * 2
+    y[:, 2:4] = y[:, 2:4] * 2
+    try:
+        y.sum().backward()
+    except RuntimeError as err:
+        return err
+''',
+        "raised, not returned": '''
+def reproduce_sigmoid_error():
+    broken_decode(torch.randn(2, 3, 8, 8, 7, requires_grad=True), GRID, ANCHOR_GRID, STRIDE).sum().backward()
+''',
+        "the message, not the exception": '''
+def reproduce_sigmoid_error():
+    try:
+        broken_decode(torch.randn(2, 3, 8, 8, 7, requires_grad=True), GRID, ANCHOR_GRID, STRIDE).sum().backward()
+    except RuntimeError as err:
+        return str(err)
+''',
+    },
+    "predict_versions_tests": {
+        "one wrong": "def predict_versions():\n    return [0, 1, 2, 2, 3, 4, 4, 0, 0, 2]\n",
+        "nine numbers": "def predict_versions():\n    return [0, 1, 2, 2, 3, 3, 4, 0, 0]\n",
+        "strings": "def predict_versions():\n    return [str(v) for v in [0, 1, 2, 2, 3, 3, 4, 0, 0, 2]]\n",
+        "floats": "def predict_versions():\n    return [0.0, 1, 2, 2, 3, 3, 4, 0, 0, 2]\n",
+    },
+    "read_error_message_tests": {
+        "shape as a list": '''
+_right = read_error_message
+def read_error_message(err):
+    f = _right(err)
+    f["shape"] = list(f["shape"])
+    return f
+''',
+        "versions as strings": '''
+_right = read_error_message
+def read_error_message(err):
+    f = _right(err)
+    f["version_now"] = str(f["version_now"])
+    return f
+''',
+        "node always Sigmoid": '''
+_right = read_error_message
+def read_error_message(err):
+    f = _right(err)
+    f["node"] = "Sigmoid"
+    return f
+''',
+        "no '::' in node names": '''
+def read_error_message(err):
+    m = re.search(r"\\[([\\w.]+) \\[([\\d, ]*)\\]\\](?:, which is output \\d+ of (\\w+),)?"
+                  r"\\s*is at version (\\d+); expected version (\\d+)", str(err))
+    return {"tensor_type": m.group(1), "shape": tuple(int(s) for s in m.group(2).split(",") if s.strip()),
+            "node": m.group(3), "version_now": int(m.group(4)), "version_saved": int(m.group(5))}
+''',
+        "one-digit versions": '''
+def read_error_message(err):
+    m = re.search(r"\\[([\\w.]+) \\[([\\d, ]*)\\]\\](?:, which is output \\d+ of ([^,]+),)?"
+                  r"\\s*is at version (\\d); expected version (\\d)", str(err))
+    return {"tensor_type": m.group(1), "shape": tuple(int(s) for s in m.group(2).split(",") if s.strip()),
+            "node": m.group(3), "version_now": int(m.group(4)), "version_saved": int(m.group(5))}
+''',
+        "torch.* types only": '''
+_right = read_error_message
+def read_error_message(err):
+    f = _right(err)
+    if not f["tensor_type"].startswith("torch."):
+        f["tensor_type"] = "torch." + f["tensor_type"]
+    return f
+''',
+        "an extra key": '''
+_right = read_error_message
+def read_error_message(err):
+    return dict(_right(err), message=str(err))
+''',
+    },
+    "saved_by_tests": {
+        "a list": '''
+_right = saved_by
+def saved_by(op):
+    return sorted(_right(op))
+''',
+        "always output": "def saved_by(op):\n    return {'output'}\n",
+        "attribute names only": '''
+def saved_by(op):
+    y = op((torch.rand(5, dtype=torch.float64) + 0.5).requires_grad_().clone())
+    names = dir(y.grad_fn)
+    if "_saved_result" in names:
+        return {"output"}
+    return {"input"} if "_saved_self" in names else set()
+''',
+    },
+    "fixed_sigmoid_decode_tests": {
+        ".data writes": '''
+def fixed_sigmoid_decode(p, grid, anchor_grid, stride):
+    y = p.sigmoid()
+    y.data[..., 0:2] = (y.data[..., 0:2] * 2 - 0.5 + grid) * stride
+    y.data[..., 2:4] = (y.data[..., 2:4] * 2) ** 2 * anchor_grid
+    return y
+''',
+        "identity hooks": '''
+def fixed_sigmoid_decode(p, grid, anchor_grid, stride):
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        return broken_decode(p, grid, anchor_grid, stride)
+''',
+        "detach": '''
+def fixed_sigmoid_decode(p, grid, anchor_grid, stride):
+    s = p.sigmoid()
+    d = s.detach()
+    return torch.cat([(d[..., 0:2] * 2 - 0.5 + grid) * stride, (d[..., 2:4] * 2) ** 2 * anchor_grid,
+                      s[..., 4:]], -1)
+''',
+        "no_grad everything": '''
+def fixed_sigmoid_decode(p, grid, anchor_grid, stride):
+    with torch.no_grad():
+        return broken_decode(p, grid, anchor_grid, stride)
+''',
+        "the bug itself": "fixed_sigmoid_decode = broken_decode\n",
+        "always float32": '''
+_right = fixed_sigmoid_decode
+def fixed_sigmoid_decode(p, grid, anchor_grid, stride):
+    return _right(p, grid, anchor_grid, stride).float()
+''',
+        "drops the class columns": '''
+def fixed_sigmoid_decode(p, grid, anchor_grid, stride):
+    s = p.sigmoid()
+    return torch.cat([(s[..., 0:2] * 2 - 0.5 + grid) * stride, (s[..., 2:4] * 2) ** 2 * anchor_grid,
+                      s[..., 4:5]], -1)
+''',
+        "hard-coded 8x8 grid": '''
+def fixed_sigmoid_decode(p, grid, anchor_grid, stride):
+    g, a, s8 = decode_constants(8, 8, 3, dtype=p.dtype)
+    s = p.sigmoid()
+    return torch.cat([(s[..., 0:2] * 2 - 0.5 + g) * s8, (s[..., 2:4] * 2) ** 2 * a, s[..., 4:]], -1)
+''',
+    },
+    "judge_fix_tests": {
+        "catches RuntimeError only": '''
+def judge_fix(decode):
+    p = torch.randn(2, 3, 4, 5, 7, dtype=torch.float64)
+    w = torch.randn_like(p)
+    consts = decode_constants(4, 5, 3, dtype=torch.float64)
+    ref = p.clone().requires_grad_()
+    fixed_sigmoid_decode(ref, *consts).backward(w)
+    leaf = p.clone().requires_grad_()
+    try:
+        out = decode(leaf, *consts)
+        if not out.requires_grad:
+            return "no_gradient"
+        out.backward(w)
+    except RuntimeError:
+        return "error"
+    if leaf.grad is None:
+        return "no_gradient"
+    return "correct" if torch.allclose(leaf.grad, ref.grad) else "wrong_gradient"
+''',
+        "never no_gradient": '''
+def judge_fix(decode):
+    p = torch.randn(2, 3, 4, 5, 7, dtype=torch.float64)
+    w = torch.randn_like(p)
+    consts = decode_constants(4, 5, 3, dtype=torch.float64)
+    ref = p.clone().requires_grad_()
+    fixed_sigmoid_decode(ref, *consts).backward(w)
+    leaf = p.clone().requires_grad_()
+    try:
+        decode(leaf, *consts).backward(w)
+    except Exception:
+        return "error"
+    return "correct" if leaf.grad is not None and torch.allclose(leaf.grad, ref.grad) else "wrong_gradient"
+''',
+        "compares values, not gradients": '''
+def judge_fix(decode):
+    p = torch.randn(2, 3, 4, 5, 7, dtype=torch.float64)
+    consts = decode_constants(4, 5, 3, dtype=torch.float64)
+    leaf = p.clone().requires_grad_()
+    try:
+        out = decode(leaf, *consts)
+        if not out.requires_grad:
+            return "no_gradient"
+        out.sum().backward()
+    except Exception:
+        return "error"
+    if leaf.grad is None:
+        return "no_gradient"
+    good = fixed_sigmoid_decode(p, *consts)
+    return "correct" if torch.allclose(out.detach(), good) else "wrong_gradient"
+''',
+        "always correct": "def judge_fix(decode):\n    return 'correct'\n",
+    },
+}
+
+
+@pytest.mark.parametrize("grade_id,label", [(g, k) for g, d in WRONG.items() for k in d])
+def test_wrong_answers_fail(notebook_ns, grade_id, label):
+    v = verdict(grade_id, with_answer(notebook_ns, WRONG[grade_id][label]))
+    assert not v.passed, f"{grade_id} accepted a wrong answer: {label}"
+    assert v.message and "try next" in v.message
+
+
+@pytest.mark.parametrize("grade_id", GRADE_IDS)
+def test_missing_answer_fails_clearly(notebook_ns, grade_id):
+    function = {c.grade_id: c.function for c in checks_for("01_version_counter")}[grade_id]
+    ns = with_answer(notebook_ns, f"def {function}(*args):\n    raise NotImplementedError\n")
+    v = verdict(grade_id, ns)
+    assert not v.passed and "not implemented yet" in v.message
+    del ns[function]
+    v = verdict(grade_id, ns)
+    assert not v.passed and "is not defined" in v.message
