@@ -2,19 +2,24 @@
 
 Assignment 2 teaches students to tell, for any statement about a tensor named ``x``, whether it
 *rebinds the name* or *writes into the memory*, by measuring instead of guessing. This module holds
+what the student's notebook uses:
 
-* the measuring instrument: :func:`make_x` (the fresh input), :func:`witnesses` (``id``,
-  ``untyped_storage().data_ptr()``, ``_version`` and a copy of the values), :func:`measure`;
-* the reference classifier used by the hidden tests, :func:`classify`, and
-  :func:`check_category` (one hidden-test check with a message that says what to measure next);
+* the measuring instrument of the lessons: :func:`make_x` (the fresh input), :func:`witnesses`
+  (``id``, ``untyped_storage().data_ptr()``, ``_version`` and a copy of the values), :func:`measure`
+  (the raw facts about one statement; deciding its category is the student's exercise, so no
+  category is computed here) and :func:`print_measurements`;
+* :func:`check_example_category`, the visible tests' check of the student's ``classify_update`` on
+  the notebook's own examples (the caller states the expected category);
 * the explorer: :class:`StorageExplorer` (ipywidgets; its callbacks are plain methods so tests can
   drive them headless), :func:`explorer` (shows it, or a static figure when there is no front end)
   and :func:`draw_names_objects_storage` (the names -> objects -> storage picture);
-* the model question's reference: :func:`reference_model`, :func:`model_inputs` and
-  :func:`check_fixed_model`.
+* the model question's inputs, :func:`model_inputs`.
 
-The categories (applied in this order; ``x0`` is the tensor ``x`` named before the statement,
-``x1`` what ``x`` names after it):
+The reference classifier and the hidden checks live on the instructor side
+(``instructor/hidden/a02_names_and_storage.py``), never in this package.
+
+The categories the student's ``classify_update`` returns (applied in this order; ``x0`` is the
+tensor ``x`` named before the statement, ``x1`` what ``x`` names after it):
 
 ``in-place``         ``x0._version`` went up: autograd was told that ``x0`` was written.
 ``untracked-write``  the version did not move, but ``x0``'s contents did (values, shape or
@@ -28,20 +33,18 @@ Nothing here is a table of what PyTorch does: every answer is measured on the in
 from __future__ import annotations
 
 import html
-import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 
-from .checks import call_student, check_close, check_equal, check_true, check_type, fail
+from .checks import call_student, check_type, fail
 from .runtime import course_device
 
 __all__ = [
-    "CATEGORIES", "EXAMPLES", "make_x", "Witness", "witnesses", "Measurement", "measure", "classify",
-    "check_category", "measurement_rows", "print_measurements", "measurement_html",
-    "draw_names_objects_storage", "StorageExplorer", "explorer", "has_front_end",
-    "reference_model", "model_inputs", "check_fixed_model",
+    "CATEGORIES", "EXAMPLES", "make_x", "Witness", "witnesses", "Measurement", "measure",
+    "check_example_category", "measurement_rows", "print_measurements", "measurement_html",
+    "draw_names_objects_storage", "StorageExplorer", "explorer", "has_front_end", "model_inputs",
 ]
 
 CATEGORIES = ("in-place", "untracked-write", "no-change", "new-view", "new-tensor")
@@ -93,8 +96,8 @@ def _contents_changed(before: Witness, after: Witness) -> bool:
 
 @dataclass
 class Measurement:
-    """Everything :func:`measure` saw. ``x`` names ``original`` before and ``result`` after;
-    ``a = x`` was taken before the statement, so the alias ``a`` always names ``original``."""
+    """Everything :func:`measure` saw (raw facts, no category). ``x`` names ``x0`` before and ``x1``
+    after; ``a = x`` was taken before the statement, so the alias ``a`` always names ``x0``."""
     statement: str
     before: Witness            # x0 before
     original_after: Witness    # x0 after (what the alias a sees)
@@ -103,11 +106,16 @@ class Measurement:
     same_storage: bool
     version_bumped: bool
     contents_changed: bool
-    category: str
 
     @property
     def alias_changed(self) -> bool:
         return self.contents_changed
+
+    def facts(self) -> str:
+        """The raw facts, in one line (no verdict: applying the rules is the exercise)."""
+        return (f"same object {self.same_object}, same storage {self.same_storage}, "
+                f"x0._version {self.before.version} -> {self.original_after.version}, "
+                f"x0's contents changed {self.contents_changed}")
 
 
 def measure(statement: str, device: torch.device | str | None = None,
@@ -126,82 +134,29 @@ def measure(statement: str, device: torch.device | str | None = None,
     if not isinstance(x1, torch.Tensor):
         raise TypeError(f"after {statement!r}, x names a {type(x1).__name__}, not a tensor")
     original_after, after = witnesses(x0), witnesses(x1)
-    same_object = x1 is x0
-    same_storage = after.data_ptr == before.data_ptr
-    bumped = original_after.version > before.version
-    changed = _contents_changed(before, original_after)
-    if bumped:
-        category = "in-place"
-    elif changed:
-        category = "untracked-write"
-    elif same_object:
-        category = "no-change"
-    elif same_storage:
-        category = "new-view"
-    else:
-        category = "new-tensor"
-    return Measurement(statement, before, original_after, after, same_object, same_storage, bumped,
-                       changed, category)
+    return Measurement(statement, before, original_after, after, x1 is x0,
+                       after.data_ptr == before.data_ptr, original_after.version > before.version,
+                       _contents_changed(before, original_after))
 
 
-def classify(statement: str, device: torch.device | str | None = None,
-             dtype: torch.dtype | None = None) -> str:
-    """The reference answer: the category of ``statement``, measured on this PyTorch and device."""
-    return measure(statement, device, dtype).category
-
-
-_HINTS = {
-    ("in-place", "untracked-write"):
-        "the values of the original tensor changed but its _version did not: autograd was not told. "
-        "Compare x0._version before/after first; only an unchanged version with changed values is an untracked write.",
-    ("untracked-write", "in-place"):
-        "the original tensor's values (or memory) changed while x0._version stayed put. Keep a copy of the "
-        "values (x.clone()) before running the statement and compare it with torch.equal afterwards.",
-    ("untracked-write", "no-change"):
-        "x still names the same object and its version is unchanged, but its values are not: compare contents too.",
-    ("in-place", "no-change"):
-        "x0._version went up even if the values look the same (e.g. multiplying by 1): autograd counts writes, "
-        "not changes. Check the version before anything else.",
-    ("no-change", "in-place"):
-        "same object, same storage, same version, same values: nothing was written. A statement like "
-        "x = x.contiguous() just hands back the same object.",
-    ("new-view", "in-place"):
-        "x now names a different object (compare with `is` or id, keeping a reference to the old one), "
-        "which shares the old storage, and nothing was written.",
-    ("new-view", "new-tensor"):
-        "the new object shares the old one's memory: compare x.untyped_storage().data_ptr() before and after.",
-    ("new-tensor", "new-view"):
-        "the new object has memory of its own: its untyped_storage().data_ptr() differs from the old one's.",
-    ("new-tensor", "in-place"):
-        "x names a new object and the old tensor's version is unchanged: the name was rebound, nothing written.",
-    ("in-place", "new-tensor"):
-        "the original tensor's _version went up: it was written in place. Keep a reference to it (x0 = x) "
-        "and read x0._version after the statement, even if x was rebound.",
-    ("no-change", "new-tensor"):
-        "x still names the very same object (x_after is x_before); keep a reference to the old object, "
-        "or ids can be reused by a new object after the old one is freed.",
-}
-
-
-def check_category(classify_update: Callable, statement: str, device: torch.device | None = None,
-                    dtype: torch.dtype | None = None) -> str:
-    """Check a student's ``classify_update`` on one statement against :func:`classify`."""
+def check_example_category(classify_update: Callable, statement: str, expected: str,
+                           device: torch.device | str | None = None, dtype: torch.dtype | None = None) -> str:
+    """The visible tests' check: ``classify_update(statement, device=..., dtype=...)`` must return
+    ``expected``, the category the notebook itself states for this example. On a mismatch the
+    message shows what :func:`measure` saw, so the student can apply the rules again."""
     device = torch.device(device) if device is not None else course_device()
     dtype = dtype or torch.float32
-    expected = classify(statement, device, dtype)
+    what = f"classify_update({statement!r})"
     got = call_student(classify_update, statement, device=device, dtype=dtype, name="classify_update")
-    check_type(got, str, f"classify_update({statement!r})", hint=f"return one of {CATEGORIES}.")
+    check_type(got, str, what, hint=f"return one of {CATEGORIES}.")
     if got not in CATEGORIES:
-        fail(f"classify_update({statement!r}) returned an unknown category", got=repr(got),
+        fail(f"{what} returned an unknown category", got=repr(got),
              expected=" or ".join(map(repr, CATEGORIES)), hint="spell the category exactly as in the table above.")
     if got != expected:
-        m = measure(statement, device, dtype)
-        facts = (f"measured: same object {m.same_object}, same storage {m.same_storage}, "
-                 f"x0._version {m.before.version} -> {m.original_after.version}, "
-                 f"x0's contents changed {m.contents_changed}")
-        fail(f"classify_update({statement!r}) gave the wrong category",
-             inputs=f"x = make_x({str(device)!r}, {dtype})", expected=repr(expected), got=repr(got), detail=facts,
-             hint=_HINTS.get((expected, got), "apply the rules of the table in order, on measurements."))
+        fail(f"{what} gave the wrong category", inputs=f"x = make_x({str(device)!r}, {dtype})",
+             expected=repr(expected), got=repr(got), detail="measured: " + measure(statement, device, dtype).facts(),
+             hint="apply the rules of the table in order, on measurements: keep x0 = x, read its _version, "
+                  "storage address, shape and a copy of its values before the statement, and compare after.")
     return got
 
 
@@ -400,12 +355,6 @@ def explorer(statements=EXAMPLES, device=None, dtype=None):
 
 # --------------------------------------------------------------------------- the model question
 
-def reference_model(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """What ``leaky_model`` computes, written without a single in-place write."""
-    y = torch.sigmoid(torch.relu(x @ w + 0.1))
-    return torch.cat([y[:, :2] * 2 - 0.5, (y[:, 2:] * 2) ** 2], dim=1)
-
-
 def model_inputs(device=None, dtype=torch.float64, n: int = 5, seed: int = 0):
     """Leaf tensors ``x`` (n, 3) and ``w`` (3, 4) requiring grad, reproducible from ``seed``."""
     device = torch.device(device) if device is not None else course_device()
@@ -413,41 +362,3 @@ def model_inputs(device=None, dtype=torch.float64, n: int = 5, seed: int = 0):
     x = torch.randn(n, 3, generator=g, dtype=torch.float64)
     w = torch.randn(3, 4, generator=g, dtype=torch.float64)
     return (x.to(device, dtype).requires_grad_(), w.to(device, dtype).requires_grad_())
-
-
-def check_fixed_model(fixed_model: Callable, device=None, dtype=torch.float64, seed: int = 0,
-                      no_inplace_on_saved: bool = True) -> None:
-    """Values and gradients of ``fixed_model`` against a float64 reference; no write on a saved tensor."""
-    from .inplace import InplaceOnSavedError, assert_no_inplace_on_saved, why_backward_fails
-
-    x, w = model_inputs(device, dtype, seed=seed)
-    where = f"x {tuple(x.shape)}, w {tuple(w.shape)}, {str(dtype).replace('torch.', '')} on {x.device}, seed {seed}"
-    out = call_student(fixed_model, x, w, name="fixed_model")
-    check_type(out, torch.Tensor, "fixed_model(x, w)")
-    check_true(out.requires_grad, "fixed_model(x, w) is cut off from autograd", inputs=where,
-               expected="an output with requires_grad=True", got="requires_grad=False",
-               hint="no torch.no_grad(), .detach() or .data: gradients must flow back to x and w.")
-    xr, wr = (t.detach().double().requires_grad_() for t in (x, w))
-    ref = reference_model(xr, wr)
-    check_close(out, ref.to(out.device, dtype), "fixed_model(x, w)", inputs=where)
-    r = torch.linspace(-1, 1, ref.numel(), dtype=torch.float64, device=ref.device).reshape(ref.shape)
-    gx_ref, gw_ref = torch.autograd.grad((ref * r).sum(), (xr, wr))
-    try:
-        gx, gw = torch.autograd.grad((out * r.to(out.device, out.dtype)).sum(), (x, w), allow_unused=True)
-    except RuntimeError as err:
-        report = why_backward_fails(fixed_model, x, w) or str(err)
-        fail("backward through fixed_model(x, w) failed", inputs=where, detail=report[:1500],
-             hint="an in-place write still modifies a tensor autograd saved: build the result with torch.cat.")
-    for name, g, g_ref in (("x", gx, gx_ref), ("w", gw, gw_ref)):
-        check_true(g is not None, f"no gradient reaches {name}", inputs=where,
-                   hint="every input must stay connected to the output (no .detach()).")
-        check_close(g, g_ref.to(g.device, dtype), f"gradient of fixed_model with respect to {name}",
-                    inputs=where,
-                    hint="forward values are right but the gradient is wrong: something hid a write from autograd "
-                         "(.data, a saved_tensors_hooks trick, .detach()). Compute each piece as a new tensor.")
-    if no_inplace_on_saved:
-        try:
-            assert_no_inplace_on_saved(fixed_model, *model_inputs(device, dtype, seed=seed))
-        except InplaceOnSavedError as err:
-            fail("fixed_model writes into a tensor autograd saved for backward", inputs=where,
-                 detail=str(err)[:800], hint="compute each piece as a new tensor and join them with torch.cat.")
