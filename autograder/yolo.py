@@ -21,9 +21,8 @@ Module-level helpers
     i.e. ``grid[0, 0, row, col] == (col, row)``.
 ``legacy_decode(p, grid, anchor_grid_level, stride_level)``
     The head's decode on one level, *with* the two in-place writes (the
-    reference behaviour the course's tests compare student decodes against).
-``reference_decode(p, grid, anchor_grid_level, stride_level)``
-    The same maths written out of place; safe to differentiate.
+    reference behaviour the course's tests compare student decodes against;
+    its values are right, call it under ``torch.no_grad()`` to read them).
 
 Anchor conventions
 ------------------
@@ -41,7 +40,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["LegacyDetect", "make_grid", "legacy_decode", "reference_decode"]
+__all__ = ["LegacyDetect", "make_grid", "legacy_decode"]
 
 
 def make_grid(nx: int = 20, ny: int = 20, device=None, dtype=None) -> torch.Tensor:
@@ -73,25 +72,6 @@ def legacy_decode(p: torch.Tensor, grid: torch.Tensor, anchor_grid_level: torch.
     y[..., 0:2] = (y[..., 0:2] * 2. - 0.5 + grid) * stride_level  # in-place write #1: xy
     y[..., 2:4] = (y[..., 2:4] * 2) ** 2 * anchor_grid_level  # in-place write #2: wh
     return y
-
-
-def reference_decode(p: torch.Tensor, grid: torch.Tensor, anchor_grid_level: torch.Tensor,
-                     stride_level) -> torch.Tensor:
-    """Out-of-place version of :func:`legacy_decode` (same values, differentiable).
-
-    The result has ``p``'s dtype and device even when ``grid`` /
-    ``anchor_grid_level`` are float32 (e.g. a float16 ``p``): the arithmetic is
-    done with the usual type promotion, exactly like the legacy assignment into
-    ``y``, and then cast back to ``p.dtype``.
-    """
-    grid = grid.to(p.device)
-    anchor_grid_level = anchor_grid_level.to(p.device)
-    if isinstance(stride_level, torch.Tensor) and stride_level.dim() > 0:
-        stride_level = stride_level.to(p.device)
-    s = p.sigmoid()
-    xy = ((s[..., 0:2] * 2. - 0.5 + grid) * stride_level).to(p.dtype)
-    wh = ((s[..., 2:4] * 2) ** 2 * anchor_grid_level).to(p.dtype)
-    return torch.cat((xy, wh, s[..., 4:]), dim=-1)
 
 
 class LegacyDetect(nn.Module):

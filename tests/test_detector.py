@@ -8,7 +8,7 @@ from autograder.detector import (
     load_pretrained, make_dataset, nms, replace_head, yolo_loss,
 )
 from autograder.yolo import LegacyDetect
-from autograder.attack import ReferenceFixedDetect
+from instructor.hidden.a03_yolo_head import ReferenceFixedDetect
 
 # Measured with the committed weights (scripts/train_detector.py, seed 0):
 # 500 held-out images: precision 0.974, recall 0.999, mAP@0.5 0.999;

@@ -1,0 +1,333 @@
+"""instructor.hidden.a03_yolo_head: every check, in process, on right and wrong answers (no nbgrader).
+
+Each answer is code exec'd into a namespace, like a student's cells; ``run_in_process`` runs the
+check's probe on that namespace and judges the results in this process.
+"""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+import torch
+
+from instructor.hidden import checks_for, probe_source, run_in_process
+
+PRELUDE = """
+import torch
+from tqdm.auto import tqdm
+from autograder.yolo import LegacyDetect, legacy_decode
+"""
+
+DECODES = {
+    "cat_style": """
+        def decode(p, grid, anchor_grid, stride):
+            s = p.sigmoid()
+            xy = (s[..., 0:2] * 2 - 0.5 + grid) * stride
+            wh = (s[..., 2:4] * 2) ** 2 * anchor_grid
+            return torch.cat((xy.to(p.dtype), wh.to(p.dtype), s[..., 4:]), dim=-1)
+    """,
+    "split_cat": """
+        def decode(p, grid, anchor_grid, stride):
+            xy, wh, conf = p.sigmoid().split((2, 2, p.shape[-1] - 4), dim=-1)
+            return torch.cat((((xy * 2 - 0.5 + grid) * stride).to(p.dtype),
+                              ((wh * 2) ** 2 * anchor_grid).to(p.dtype), conf), -1)
+    """,
+    "clone_write": """
+        def decode(p, grid, anchor_grid, stride):
+            y = p.sigmoid()
+            out = y.clone()
+            out[..., 0:2] = (y[..., 0:2] * 2 - 0.5 + grid) * stride
+            out[..., 2:4] = (y[..., 2:4] * 2) ** 2 * anchor_grid
+            return out
+    """,
+    "torch_where": """
+        def decode(p, grid, anchor_grid, stride):
+            s = p.sigmoid()
+            col = torch.arange(p.shape[-1], device=p.device)
+            xy = torch.cat(((s[..., 0:2] * 2 - 0.5 + grid) * stride, s[..., 2:]), -1).to(p.dtype)
+            wh = torch.cat((s[..., 0:2], (s[..., 2:4] * 2) ** 2 * anchor_grid, s[..., 4:]), -1).to(p.dtype)
+            return torch.where(col < 2, xy, torch.where(col < 4, wh, s))
+    """,
+    "still_inplace": """
+        def decode(p, grid, anchor_grid, stride):
+            y = p.sigmoid()
+            y[..., 0:2] = (y[..., 0:2] * 2. - 0.5 + grid) * stride
+            y[..., 2:4] = (y[..., 2:4] * 2) ** 2 * anchor_grid
+            return y
+    """,
+    "no_grad": """
+        def decode(p, grid, anchor_grid, stride):
+            with torch.no_grad():
+                return legacy_decode(p, grid, anchor_grid, stride)
+    """,
+    "detach": """
+        def decode(p, grid, anchor_grid, stride):
+            return legacy_decode(p.detach(), grid, anchor_grid, stride)
+    """,
+    "data": """
+        def decode(p, grid, anchor_grid, stride):
+            y = p.sigmoid()
+            y.data[..., 0:2] = (y[..., 0:2] * 2. - 0.5 + grid) * stride
+            y.data[..., 2:4] = (y[..., 2:4] * 2) ** 2 * anchor_grid
+            return y
+    """,
+    "hooks": """
+        def decode(p, grid, anchor_grid, stride):
+            with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+                return legacy_decode(p, grid, anchor_grid, stride)
+    """,
+    "missing_half": """
+        def decode(p, grid, anchor_grid, stride):
+            s = p.sigmoid()
+            return torch.cat((((s[..., 0:2] * 2 + grid) * stride).to(p.dtype),
+                              ((s[..., 2:4] * 2) ** 2 * anchor_grid).to(p.dtype), s[..., 4:]), -1)
+    """,
+    "no_square": """
+        def decode(p, grid, anchor_grid, stride):
+            s = p.sigmoid()
+            return torch.cat((((s[..., 0:2] * 2 - 0.5 + grid) * stride).to(p.dtype),
+                              (s[..., 2:4] * 2 * anchor_grid).to(p.dtype), s[..., 4:]), -1)
+    """,
+    "dropped_classes": """
+        def decode(p, grid, anchor_grid, stride):
+            s = p.sigmoid()
+            return torch.cat((((s[..., 0:2] * 2 - 0.5 + grid) * stride).to(p.dtype),
+                              ((s[..., 2:4] * 2) ** 2 * anchor_grid).to(p.dtype), s[..., 4:5]), -1)
+    """,
+    "no_cast": """
+        def decode(p, grid, anchor_grid, stride):
+            s = p.sigmoid()
+            return torch.cat(((s[..., 0:2] * 2 - 0.5 + grid) * stride,
+                              (s[..., 2:4] * 2) ** 2 * anchor_grid, s[..., 4:]), -1)
+    """,
+    "modifies_p": """
+        def decode(p, grid, anchor_grid, stride):
+            s = p.sigmoid_() if not p.requires_grad else p.sigmoid()
+            return torch.cat((((s[..., 0:2] * 2 - 0.5 + grid) * stride).to(p.dtype),
+                              ((s[..., 2:4] * 2) ** 2 * anchor_grid).to(p.dtype), s[..., 4:]), -1)
+    """,
+    "not_implemented": """
+        def decode(p, grid, anchor_grid, stride):
+            raise NotImplementedError("decode")
+    """,
+}
+
+FIXED_DETECT = """
+class FixedDetect(LegacyDetect):
+    def forward(self, x):
+        z = []
+        raw_only = self.training or self.export
+        for i in range(self.nl):
+            x[i] = self.m[i](x[i])
+            bs, _, ny, nx = x[i].shape
+            x[i] = x[i].view(bs, self.na, self.no, ny, nx).permute(0, 1, 3, 4, 2).contiguous()
+            if not raw_only:
+                if self.grid[i].shape[2:4] != x[i].shape[2:4] or self.grid[i].device != x[i].device:
+                    self.grid[i] = self._make_grid(nx, ny).to(x[i].device)
+                z.append(decode(x[i], self.grid[i], self.anchor_grid[i], self.stride[i]).view(bs, -1, self.no))
+        return x if raw_only else (torch.cat(z, 1), x)
+"""
+
+ATTACK = """
+def attack(model, image, eps, steps):
+    step = 2.5 * eps / steps
+    delta = torch.zeros_like(image)
+    for _ in tqdm(range(steps), leave=False):
+        delta.requires_grad_(True)
+        best = model(image + delta)[0][..., 4].amax()
+        (grad,) = torch.autograd.grad(best, delta)
+        delta = (delta.detach() - step * grad.sign()).clamp(-eps, eps)
+        delta = (image + delta).clamp(0, 1) - image
+    return delta.detach()
+"""
+
+DECODE_CHECKS = ("decode_matches_legacy_tests", "decode_contract_tests", "decode_gradients_tests",
+                 "decode_no_inplace_on_saved_tests")
+CORRECT = ("cat_style", "split_cat", "clone_write", "torch_where")
+# wrong decodes: the decode checks each must fail (it must pass the others)
+WRONG = {
+    "still_inplace": {"decode_gradients_tests", "decode_no_inplace_on_saved_tests"},
+    "no_grad": {"decode_gradients_tests"},
+    "detach": {"decode_gradients_tests"},
+    "data": {"decode_gradients_tests"},
+    "hooks": {"decode_gradients_tests"},
+    "missing_half": {"decode_matches_legacy_tests"},
+    "no_square": {"decode_matches_legacy_tests", "decode_gradients_tests"},
+    "dropped_classes": {"decode_matches_legacy_tests", "decode_contract_tests", "decode_gradients_tests"},
+    "no_cast": {"decode_contract_tests"},
+    "modifies_p": {"decode_contract_tests"},
+    "not_implemented": set(DECODE_CHECKS),
+}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny tensors: one thread is the fastest (and what the grader's sandbox uses)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def namespace(*parts: str) -> dict:
+    ns: dict = {"__name__": "__main__"}
+    for src in (PRELUDE, *parts):
+        exec(compile(textwrap.dedent(src), "<cell>", "exec"), ns)
+    return ns
+
+
+def verdict(grade_id: str, ns: dict):
+    return run_in_process(grade_id, ns, "03_yolo_head")
+
+
+def test_one_check_per_graded_cell_and_probes_are_self_contained():
+    checks = checks_for("03_yolo_head")
+    assert [c.grade_id for c in checks] == [*DECODE_CHECKS, "fixed_detect_tests", "attack_tests"]
+    for check in checks:
+        src = probe_source(check)
+        assert "instructor" not in src and "reference" not in src.lower().replace("references", "")
+        compile(src, check.grade_id, "exec")
+        assert "Input space" in check.__doc__
+        assert "float16" in check.__doc__ or check.grade_id == "attack_tests"
+
+
+def test_cases_are_deterministic_plain_data():
+    for check in checks_for("03_yolo_head"):
+        a, b = check.cases(), check.cases()
+        assert len(a) == len(b) > 0
+        for x, y in zip(a, b):
+            assert x.keys() == y.keys()
+            for k in x:
+                if isinstance(x[k], torch.Tensor):
+                    assert torch.equal(x[k], y[k]) and x[k].device.type == "cpu"
+
+
+@pytest.mark.parametrize("style", CORRECT)
+def test_correct_decodes_pass_every_decode_check(style):
+    ns = namespace(DECODES[style])
+    for gid in DECODE_CHECKS:
+        v = verdict(gid, ns)
+        assert v.passed, f"{style} / {gid}: {v.message}"
+
+
+@pytest.mark.parametrize("style", sorted(WRONG))
+def test_each_wrong_decode_fails_exactly_its_checks(style):
+    ns = namespace(DECODES[style])
+    failed = {gid for gid in DECODE_CHECKS if not verdict(gid, ns).passed}
+    assert failed == WRONG[style], f"{style}: failed {sorted(failed)}, expected {sorted(WRONG[style])}"
+
+
+@pytest.mark.parametrize("style, gid, words", [
+    ("missing_half", "decode_matches_legacy_tests", "- 0.5"),
+    ("no_square", "decode_matches_legacy_tests", "squares"),
+    ("dropped_classes", "decode_contract_tests", "every class score"),
+    ("no_cast", "decode_contract_tests", ".to(p.dtype)"),
+    ("hooks", "decode_gradients_tests", "hidden from autograd"),
+    ("data", "decode_gradients_tests", "hidden from autograd"),
+    ("no_grad", "decode_gradients_tests", "no torch.no_grad()"),
+    ("still_inplace", "decode_gradients_tests", "written in place"),
+    ("still_inplace", "decode_no_inplace_on_saved_tests", "copy_"),
+    ("not_implemented", "decode_contract_tests", "not implemented yet"),
+])
+def test_failure_messages_name_the_mistake(style, gid, words):
+    assert words in verdict(gid, namespace(DECODES[style])).message
+
+
+def test_a_patched_locator_does_not_pass_an_inplace_decode():
+    cheat = """
+        import autograder.inplace as _inplace
+        _inplace.assert_no_inplace_on_saved = lambda fn, *a, **k: fn(*a, **k)
+    """
+    import autograder.inplace
+
+    original = autograder.inplace.assert_no_inplace_on_saved
+    ns = namespace(DECODES["still_inplace"], cheat)  # patches the module, in this process too
+    try:
+        v = verdict("decode_no_inplace_on_saved_tests", ns)
+    finally:
+        autograder.inplace.assert_no_inplace_on_saved = original
+    assert not v.passed and "in-place" in v.message
+
+
+def test_tensor_made_on_the_cpu_is_named_when_p_is_elsewhere():
+    from autograder.checks import CheckFailed
+    from instructor.hidden import a03_yolo_head as H
+
+    with pytest.raises(CheckFailed, match="decode mixes devices(.|\n)*device=p.device"):
+        H._raised({"type": "RuntimeError", "message": "Expected all tensors to be on the same device, but "
+                                                        "found at least two devices, cuda:0 and cpu!"}, "decode", "x")
+
+
+HEADS = {
+    "hooks": """
+        class FixedDetect(LegacyDetect):
+            def forward(self, x):
+                with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+                    return LegacyDetect.forward(self, x)
+    """,
+    "extra_param": FIXED_DETECT + """
+class FixedDetect(FixedDetect):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.scale = torch.nn.Parameter(torch.ones(1))
+    """,
+    "not_legacy": "class FixedDetect(torch.nn.Module):\n    pass\n",
+    "legacy": "FixedDetect = LegacyDetect\n",
+    "stale_grid": FIXED_DETECT.replace(
+        "if self.grid[i].shape[2:4] != x[i].shape[2:4] or self.grid[i].device != x[i].device:",
+        "if self.grid[i].dim() == 1:"),
+    "no_export": FIXED_DETECT.replace("self.training or self.export", "self.training"),
+    "objectness_head": "from autograder.attack import ObjectnessHead as FixedDetect\n",
+}
+
+
+def test_fixed_detect_accepts_a_correct_head():
+    for style in ("cat_style", "no_cast", "clone_write"):
+        v = verdict("fixed_detect_tests", namespace(DECODES[style], FIXED_DETECT))
+        assert v.passed, f"{style}: {v.message}"
+
+
+@pytest.mark.parametrize("head, words", [("hooks", "gradient"), ("extra_param", "state dict"),
+                                         ("not_legacy", "LegacyDetect"), ("legacy", "backward"),
+                                         ("stale_grid", "other sizes"), ("no_export", "export mode"),
+                                         ("objectness_head", "gradient")])
+def test_fixed_detect_rejects_wrong_heads(head, words):
+    v = verdict("fixed_detect_tests", namespace(DECODES["cat_style"], HEADS[head]))
+    assert not v.passed and words in v.message, v.message
+
+
+def test_fixed_detect_with_a_wrong_decode_fails():
+    for style in ("missing_half", "data", "still_inplace", "no_grad"):
+        assert not verdict("fixed_detect_tests", namespace(DECODES[style], FIXED_DETECT)).passed, style
+
+
+def test_attack_check_accepts_pgd():
+    v = verdict("attack_tests", namespace(ATTACK))
+    assert v.passed, v.message
+
+
+@pytest.mark.parametrize("bad, words", [
+    ("def attack(model, image, eps, steps):\n    return torch.zeros_like(image)\n", "does not lower"),
+    ("def attack(model, image, eps, steps):\n    return torch.full_like(image, eps)\n", "leaves [0, 1]"),
+    (ATTACK.replace("def attack(", "def _pgd(") + "def attack(m, x, eps, steps):\n    return _pgd(m, x, 4 * eps, steps)\n",
+     "budget"),
+    (ATTACK.replace("def attack(", "def _pgd(") + "def attack(m, x, eps, steps):\n    return x + _pgd(m, x, eps, steps)\n",
+     "budget"),
+    (ATTACK.replace("return delta.detach()", "image.add_(delta); return delta.detach()"), "changed the image"),
+    ("def attack(model, image, eps, steps):\n    raise NotImplementedError\n", "not implemented yet"),
+])
+def test_attack_check_rejects_bad_attacks(bad, words):
+    v = verdict("attack_tests", namespace(bad))
+    assert not v.passed and words in v.message, v.message
+
+
+def test_attack_that_poisons_the_sandbox_model_is_judged_on_the_graders_model():
+    cheat = """
+def attack(model, image, eps, steps):
+    with torch.no_grad():
+        for conv in model.head.m:
+            conv.bias[4::conv.bias.numel() // model.head.na] -= 50  # objectness down, in the sandbox only
+    return torch.zeros_like(image)
+"""
+    v = verdict("attack_tests", namespace(cheat))
+    assert not v.passed and ("weights" in v.message or "does not lower" in v.message)
