@@ -35,3 +35,14 @@ c.OverwriteCells.add_missing_cells = True
 # The kernel's own start-up chatter (e.g. "running over TCP without encryption") is not the
 # student's output; keep the grading log readable.
 c.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]
+
+# The sandbox every submission runs in (instructor/grading/sandbox.py): bubblewrap, plus these
+# limits. Memory and processes count for the whole sandbox (a cgroup when grading as root, else
+# per-process rlimits); the wall-clock limit covers one submission: its confirmation run and its
+# nbgrader run together. case_seconds bounds one call of a student's function by a hidden check.
+c.Sandbox.memory_gb = 4
+c.Sandbox.processes = 256
+c.Sandbox.cpu_seconds = 900
+c.Sandbox.wall_minutes = 15
+c.Sandbox.case_seconds = 60
+c.Sandbox.output_bytes = 1048576

@@ -63,8 +63,9 @@ def confirmation_cells(nb) -> list[str]:
     return [c.source for c in nb.cells if c.cell_type == "code" and not is_test_cell(c)]
 
 
-def _job(cells: list[str], checks: list[Check], case_lists: list[list[dict]], case_timeout: float) -> dict:
-    return {"cells": cells, "case_timeout": float(case_timeout),
+def _job(cells: list[str], checks: list[Check], case_lists: list[list[dict]], case_timeout: float,
+         cell_timeout: float) -> dict:
+    return {"cells": cells, "case_timeout": float(case_timeout), "cell_timeout": float(cell_timeout),
             "checks": [{"grade_id": c.grade_id, "source": probe_source(c), "cases": cases}
                        for c, cases in zip(checks, case_lists)]}
 
@@ -95,7 +96,7 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
             scratch.mkdir(parents=True, exist_ok=True)
             shutil.copy2(DRIVER, scratch / "probe_driver.py")
             torch.save(_job(cells, [checks[i] for i in pending], [case_lists[i] for i in pending],
-                            limits.case_seconds), scratch / "job.pt")
+                            limits.case_seconds, limits.cell_seconds), scratch / "job.pt")
             out = scratch / "out"
             out.mkdir()
             remaining = max(1.0, deadline - time.monotonic())

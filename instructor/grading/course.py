@@ -75,6 +75,10 @@ def load_config(root: Path):
     from traitlets.config.loader import PyFileConfigLoader
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(REPO)).load_config()
+    local = Path(root).resolve() / "nbgrader_config.py"
+    if local.is_file() and local.parent != REPO.resolve():
+        # a course folder's own settings (e.g. shorter limits) override the repository's
+        config.merge(PyFileConfigLoader(local.name, path=str(local.parent)).load_config())
     config.CourseDirectory.root = str(Path(root).resolve())
     return config if isinstance(config, Config) else Config(config)
 
@@ -418,9 +422,12 @@ def _grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedbac
                "JUPYTER_PATH": str(specs) + os.pathsep + os.environ.get("JUPYTER_PATH", "")}
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
+        waking = cgroup.start_waking() if cgroup.active else None
         try:
             out = api.autograde(sub.assignment, sub.student, force=True, create=True)
         finally:
+            if waking is not None:
+                waking.set()
             for k, v in saved.items():
                 if v is None:
                     os.environ.pop(k, None)

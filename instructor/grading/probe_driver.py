@@ -144,6 +144,10 @@ def run_case(probe, ns: dict, case: dict, timeout: float):
         return error_record(err)
 
 
+def _cell_alarm(signum, frame):
+    raise KeyboardInterrupt("the cell ran past its time limit")
+
+
 def _write(path: str, text: str) -> None:
     with open(path, "w") as f:
         f.write(text)
@@ -158,6 +162,7 @@ def main(job_path: str, outdir: str) -> int:
     progress = os.path.join(outdir, "progress.txt")
     # Student code must not be able to replace this process's view of the job afterwards.
     cells, checks, timeout = list(job["cells"]), list(job["checks"]), float(job.get("case_timeout", 60))
+    cell_timeout = float(job.get("cell_timeout", 180))
 
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -166,7 +171,17 @@ def main(job_path: str, outdir: str) -> int:
     errors = []
     for i, src in enumerate(cells):
         _write(progress, f"cell {i}\n")
-        res = shell.run_cell(src, store_history=False, silent=False)
+        signal.signal(signal.SIGALRM, _cell_alarm)
+        signal.setitimer(signal.ITIMER_REAL, cell_timeout)
+        try:
+            res = shell.run_cell(src, store_history=False, silent=False)
+        except BaseException:  # noqa: BLE001 - the alarm landing outside the cell's own code
+            res = None
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        if res is None:
+            errors.append({"cell": i, "error": "CellTimeout"})
+            continue
         if not res.success:
             err = res.error_in_exec or res.error_before_exec
             errors.append({"cell": i, "error": type(err).__name__ if err is not None else "error"})
@@ -176,7 +191,13 @@ def main(job_path: str, outdir: str) -> int:
         _write(progress, f"check {gid}\n")
         try:
             probe = compile_probe(check["source"], gid)
-            results = [run_case(probe, ns, case, timeout) for case in check["cases"]]
+            results = []
+            for case in check["cases"]:
+                if results and isinstance(results[-1], dict) and \
+                        results[-1].get("__error__", {}).get("type") == "Timeout":
+                    results.append(results[-1])  # one endless loop is enough: do not wait for it again
+                    continue
+                results.append(run_case(probe, ns, case, timeout))
         except BaseException as err:  # noqa: BLE001
             results = [error_record(err)]
         tmp = os.path.join(outdir, f".{gid}.tmp")

@@ -15,6 +15,13 @@ A sample is a small text file ``tests/samples/<assignment>/<student>.py``::
 
     # %% delete: reproduce_sigmoid_error_tests
 
+Hostile samples (``tests/hostile/``) also use ``# %% metadata: ID`` (JSON merged into that cell's
+nbgrader metadata), ``# %% after: ID`` (a new cell of the student's own after that cell),
+``# %% first:`` (a new first cell), ``# %% notebook-metadata:`` (JSON merged into the notebook's
+metadata), ``# %% extra-cells: N`` (N copies of a cell appended), ``# flag: TEXT`` (grading must
+flag the submission with a reason containing TEXT) and ``# base: 00_orientation/ada`` (a sample of
+``tests/samples/``).
+
 Each block replaces the source of the cell with that nbgrader ``grade_id`` in the *released*
 notebook (``delete`` removes the cell, as a careless student might); cells not named keep their
 stub. Because samples are built from ``release/``, they never drift from the assignment.
@@ -25,6 +32,7 @@ the same grade id.
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +42,7 @@ import nbformat
 from .course import REPO, source_notebooks
 
 SAMPLES = REPO / "tests" / "samples"
-_BLOCK = re.compile(r"^# %% (solution|answer|delete): *([\w-]+) *$", re.M)
+_BLOCK = re.compile(r"^# %% (solution|answer|delete|metadata|after|first|notebook-metadata|extra-cells): *([\w-]*) *$", re.M)
 
 __all__ = ["Sample", "load_samples", "build_notebook", "materialize_samples"]
 
@@ -49,16 +57,19 @@ class Sample:
     expect_questions: dict[str, float] = field(default_factory=dict)
     blocks: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, grade_id, text)
     base: str | None = None
+    expect_flags: list[str] = field(default_factory=list)  # '# flag: TEXT': a flag containing TEXT is raised
 
 
 def parse_sample(path: Path) -> Sample:
     text = path.read_text()
     head = text[: m.start()] if (m := _BLOCK.search(text)) else text
     about = " ".join(l[len("# about:"):].strip() for l in head.splitlines() if l.startswith("# about:"))
-    expect_auto, expect_q, base = None, {}, None
+    expect_auto, expect_q, base, flags = None, {}, None, []
     for line in head.splitlines():
         if line.startswith("# base:"):
             base = line[len("# base:"):].strip()
+        if line.startswith("# flag:"):
+            flags.append(line[len("# flag:"):].strip())
         if line.startswith("# expect:"):
             for item in line[len("# expect:"):].split():
                 key, _, value = item.partition("=")
@@ -72,12 +83,12 @@ def parse_sample(path: Path) -> Sample:
         raise ValueError(f"{path}: no '# expect: auto=N' line")
     own = [(k, g, t.rstrip("\n")) for k, g, t in blocks]
     if base:
-        base_path = path.with_name(base + ".py")
+        base_path = (SAMPLES / (base + ".py")) if "/" in base else path.with_name(base + ".py")
         if not base_path.exists() or base_path == path:
             raise ValueError(f"{path}: '# base: {base}' names no other sample in {path.parent}")
-        mine = {g for _, g, _ in own}
+        mine = {g for k, g, _ in own if k in ("solution", "answer", "delete")}
         own = [b for b in parse_sample(base_path).blocks if b[1] not in mine] + own
-    return Sample(path, path.parent.name, path.stem, about, expect_auto, expect_q, own, base)
+    return Sample(path, path.parent.name, path.stem, about, expect_auto, expect_q, own, base, flags)
 
 
 def load_samples(assignment: str | None = None) -> list[Sample]:
@@ -92,12 +103,26 @@ def build_notebook(sample: Sample) -> tuple[str, nbformat.NotebookNode]:
     nb = nbformat.read(release_nb, as_version=4)
     by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
     for kind, grade_id, text in sample.blocks:
+        if kind == "notebook-metadata":
+            nb.metadata.update(json.loads(text))
+            continue
+        if kind == "extra-cells":
+            nb.cells += [nbformat.v4.new_code_cell(text.strip() or "pass") for _ in range(int(grade_id))]
+            continue
+        if kind == "first":
+            nb.cells.insert(0, nbformat.v4.new_code_cell(text))
+            continue
         if grade_id not in by_id:
             raise ValueError(f"{sample.path}: no cell with grade_id '{grade_id}' in {release_nb.name}")
+        cell = by_id[grade_id]
         if kind == "delete":
-            nb.cells.remove(by_id[grade_id])
+            nb.cells.remove(cell)
+        elif kind == "metadata":
+            cell.metadata.setdefault("nbgrader", {}).update(json.loads(text))
+        elif kind == "after":
+            nb.cells.insert(nb.cells.index(cell) + 1, nbformat.v4.new_code_cell(text))
         else:
-            by_id[grade_id].source = text
+            cell.source = text
     return src.name, nb
 
 

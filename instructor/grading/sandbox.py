@@ -35,6 +35,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -56,6 +57,7 @@ class Limits:
     file_bytes: int = 256 << 20         # largest file it may write
     open_files: int = 1024
     case_seconds: float = 60.0          # one probe call in the confirmation run
+    cell_seconds: float = 180.0         # one cell (nbgrader's Execute.timeout)
     output_bytes: int = 1 << 20         # outputs kept per cell in the autograded notebook
 
     @classmethod
@@ -78,6 +80,9 @@ class Limits:
                 setattr(lim, key, int(section[key]))
         if "wall_minutes" in section:
             lim.wall_seconds = float(section["wall_minutes"]) * 60
+        timeout = config.get("Execute", {}).get("timeout") if hasattr(config, "get") else None
+        if timeout:
+            lim.cell_seconds = float(timeout)
         if "case_seconds" in section:
             lim.case_seconds = float(section["case_seconds"])
         return lim
@@ -215,6 +220,25 @@ class Cgroup:
                 pass
         return False
 
+    def resume_all(self) -> None:
+        """SIGCONT to every process of the sandbox: a submission that stops itself is woken up."""
+        for p in self.pids():
+            try:
+                os.kill(p, signal.SIGCONT)
+            except OSError:
+                pass
+
+    def start_waking(self, every: float = 1.0) -> threading.Event:
+        """Resume stopped processes every ``every`` seconds until the returned event is set."""
+        stop = threading.Event()
+
+        def loop():
+            while not stop.wait(every):
+                self.resume_all()
+
+        threading.Thread(target=loop, daemon=True).start()
+        return stop
+
     def cleanup(self) -> None:
         for _ in range(50):
             left = self.pids()
@@ -351,6 +375,7 @@ def run(command: list[str], scratch: Path, *, limits: Limits | None = None, wall
 
     t0 = time.monotonic()
     timed_out = False
+    waking = cgroup.start_waking() if cgroup is not None and cgroup.active else None
     err_path = scratch / ".sandbox-stderr"
     with open(err_path, "wb") as err:
         proc = subprocess.Popen(argv, cwd=scratch, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -371,6 +396,8 @@ def run(command: list[str], scratch: Path, *, limits: Limits | None = None, wall
                     code = proc.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     code = None
+    if waking is not None:
+        waking.set()
     reason = "" if code == 0 and not timed_out else _describe_exit(code, cgroup, timed_out, wall)
     if cgroup is not None:
         cgroup.cleanup()
@@ -493,56 +520,107 @@ def sandboxed_execute_class():
         def preprocess_cell(self, cell, resources, index):
             if cell.cell_type != "code":
                 return cell, self.resources
-            left = self._deadline - time.monotonic()
-            if left <= 0:
-                cell.outputs = []
-                self._error(cell, "TimeLimit", "not run: the submission used up its time limit")
-                if not any("time limit" in f for f in self.course_flags):
-                    self.course_flags.append(f"stopped at cell {index + 1}: the submission used up its wall-clock "
-                                             f"limit ({self._limits.wall_seconds:.0f} s)")
-                return cell, self.resources
-            import threading
-
-            timer = threading.Timer(left, self._watchdog_kill)
-            timer.daemon = True
-            timer.start()
-            try:
-                cell, res = super().preprocess_cell(cell, resources, index)
-                self._ran.append(cell)
-            except (DeadKernelError, RuntimeError) as err:
-                if isinstance(err, RuntimeError) and "Kernel died" not in str(err) and "kernel" not in str(err).lower():
-                    raise
-                timed_out = time.monotonic() >= self._deadline
-                why = ("the submission's time limit ended it" if timed_out else
-                       "this cell ended the Python process (os._exit, exit(), a crash or the memory limit)")
-                self._error(cell, "KernelDied", why)
-                self.course_flags.append(f"cell {index + 1}: {why}")
-                if not timed_out and self._restarts < self.max_restarts:
+            for attempt in (0, 1):
+                left = self._deadline - time.monotonic()
+                if left <= 0:
+                    cell.outputs = []
+                    self._error(cell, "TimeLimit", "not run: the submission used up its time limit")
+                    if not any("time limit" in f for f in self.course_flags):
+                        self.course_flags.append(f"stopped at cell {index + 1}: the submission used up its "
+                                                 f"wall-clock limit ({self._limits.wall_seconds:.0f} s)")
+                    return cell, self.resources
+                timer = threading.Timer(left, self._watchdog_kill)
+                timer.daemon = True
+                timer.start()
+                try:
+                    cell, res = super().preprocess_cell(cell, resources, index)
+                except (DeadKernelError, RuntimeError) as err:
+                    if isinstance(err, RuntimeError) and "kernel" not in str(err).lower():
+                        raise
+                    timed_out = time.monotonic() >= self._deadline
+                    if timed_out or self._restarts >= self.max_restarts:
+                        why = ("the submission's time limit ended it" if timed_out else
+                               "the kernel died again and was not restarted (too many restarts)")
+                        cell.outputs = []
+                        self._error(cell, "KernelDied", why)
+                        self.course_flags.append(f"cell {index + 1}: {why}")
+                        self._deadline = time.monotonic()
+                        return cell, self.resources
                     self._restarts += 1
                     self._restart_and_replay()
+                    if attempt == 0:
+                        cell.outputs = []  # the kernel may have died of an earlier cell (exit()): try once more
+                        continue
+                    cell.outputs = []
+                    self._error(cell, "KernelDied", "this cell ended the Python process (os._exit, exit(), a crash "
+                                                    "or the memory limit); it was skipped and grading went on")
+                    self.course_flags.append(f"cell {index + 1} ended the Python process (os._exit, exit(), a crash "
+                                             "or the memory limit); the kernel was restarted")
+                    return cell, self.resources
+                finally:
+                    timer.cancel()
+                if any(o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", [])):
+                    # an endless loop the interrupt did not stop: start afresh without this cell
+                    self.course_flags.append(f"cell {index + 1} ran past the per-cell time limit ({self.timeout} s); "
+                                             "the kernel was restarted")
+                    if self._restarts < self.max_restarts and time.monotonic() < self._deadline:
+                        self._restarts += 1
+                        self._watchdog_kill()
+                        self._restart_and_replay()
+                    else:
+                        self._deadline = time.monotonic()
                 else:
-                    self._deadline = time.monotonic()  # nothing more runs
-                res = self.resources
-            finally:
-                timer.cancel()
-            self._cap_outputs(cell)
-            return cell, res
+                    self._ran.append(cell)
+                self._cap_outputs(cell)
+                return cell, res
+            return cell, self.resources
 
-        def _restart_and_replay(self):
+        def _alive(self, source: str = "") -> bool:
+            """Is the kernel still there after ``source`` ran? A cell that may end it later (exit(),
+            signals) is watched for a second: ipykernel stops shortly after replying."""
             from jupyter_core.utils import run_sync
 
-            try:
-                if self.kc is not None:
-                    self.kc.stop_channels()
-                run_sync(self.km.restart_kernel)(now=True)
-                self.start_new_kernel_client()
-                for prev in self._ran:
-                    self.kc.execute_interactive(prev.source, store_history=False, allow_stdin=False,
-                                                timeout=max(1.0, self._deadline - time.monotonic()),
-                                                output_hook=lambda msg: None)
-            except Exception as err:  # noqa: BLE001
-                self.course_flags.append(f"the kernel could not be restarted ({type(err).__name__}); grading stopped")
-                self._deadline = time.monotonic()
+            suspicious = any(w in source for w in ("exit", "kill", "signal", "abort", "quit"))
+            for _ in range(12 if suspicious else 1):
+                if not run_sync(self.km.is_alive)():
+                    return False
+                time.sleep(0.1 if suspicious else 0)
+            return True
+
+        def _restart_and_replay(self):
+            """A fresh kernel with the cells that ran before; a cell that kills it again is dropped."""
+            from jupyter_core.utils import run_sync
+
+            for _ in range(self.max_restarts + 1):
+                try:
+                    if self.kc is not None:
+                        self.kc.stop_channels()
+                    run_sync(self.km.restart_kernel)(now=True)
+                    self.start_new_kernel_client()
+                    culprit, before = None, None
+                    for prev in list(self._ran):
+                        try:
+                            run_sync(self.kc.execute_interactive)(
+                                prev.source, store_history=False, allow_stdin=False, output_hook=lambda msg: None,
+                                timeout=max(1.0, min(self.timeout or 180, self._deadline - time.monotonic())))
+                        except TimeoutError:
+                            if run_sync(self.km.is_alive)():
+                                raise
+                            culprit = before or prev  # it died of the cell before (exit() after its reply)
+                            break
+                        if not self._alive(prev.source):
+                            culprit = prev
+                            break
+                        before = prev
+                    if culprit is None:
+                        return
+                    self._ran.remove(culprit)
+                    self.course_flags.append("a cell ended the Python process after it finished (e.g. exit()); "
+                                             "it was left out when the kernel was restarted")
+                except Exception as err:  # noqa: BLE001
+                    self.course_flags.append(f"the kernel could not be restarted ({type(err).__name__}); grading stopped")
+                    self._deadline = time.monotonic()
+                    return
 
         def _cap_outputs(self, cell):
             cap, used, kept = self._limits.output_bytes, 0, []

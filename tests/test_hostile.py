@@ -1,0 +1,171 @@
+"""Hostile submissions, graded by the real pipeline next to two honest students.
+
+Every sample in ``tests/hostile/<assignment>/`` is a notebook that attacks the grader (patching the
+checks, reading the solutions, signals, endless loops, memory, forks, detached writers, tampered
+metadata, 10,000 cells, ...; its ``# about:`` says how). The whole corpus is graded in one batch
+per shard, each shard with the honest students ``ada`` (full marks) and ``ben`` (partial), with short
+limits (this folder's course config), and each hostile submission must:
+
+* get exactly the score its answers deserve (``# expect:``), and be flagged when it says ``# flag:``;
+* leave every file outside its scratch folder unchanged (hashes before/after, a detached process
+  given time to strike);
+* not move the honest students' scores;
+* finish within the wall-clock limit.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from instructor.grading import samples
+from instructor.grading.sandbox import status
+
+REPO = Path(__file__).resolve().parents[1]
+HOSTILE = REPO / "tests" / "hostile"
+HONEST = {"ada": 8.0, "ben": 2.0}
+WALL_SECONDS = 90
+COURSE_CONFIG = f"""c = get_config()  # noqa
+c.Execute.timeout = 15
+c.Sandbox.wall_minutes = {WALL_SECONDS / 60}
+c.Sandbox.case_seconds = 5
+c.Sandbox.memory_gb = 2
+c.Sandbox.processes = 200
+"""
+PORT = 47613  # network.py tries to reach this listener on the grader's loopback
+
+pytestmark = [pytest.mark.slow]
+
+
+def _hostile_samples() -> list[samples.Sample]:
+    return [samples.parse_sample(p) for p in sorted(HOSTILE.glob("*/*.py"))]
+
+
+def _hash_tree(paths: list[Path]) -> dict[str, str]:
+    out = {}
+    for root in paths:
+        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        for p in files:
+            if "__pycache__" in p.parts or ".ipynb_checkpoints" in p.parts:
+                continue
+            out[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def _listener(stop: threading.Event, hits: list) -> None:
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", PORT))
+    srv.listen()
+    srv.settimeout(0.5)
+    while not stop.is_set():
+        try:
+            conn, _ = srv.accept()
+            hits.append(time.time())
+            conn.close()
+        except OSError:
+            pass
+    srv.close()
+
+
+@pytest.fixture(scope="session")
+def hostile_batch(tmp_path_factory):
+    if not status()["bwrap"]:
+        pytest.fail(f"bubblewrap is required for the hostile corpus: {status()['why']} "
+                    "(.ci/run installs it; or: apt-get install bubblewrap)")
+    root = tmp_path_factory.mktemp("hostile")
+    corpus = _hostile_samples()
+    honest = [s for s in samples.load_samples("00_orientation") if s.student in HONEST]
+    shards = 2
+    canaries = [root / "hostile-canary.txt", Path("/tmp") / "hostile-canary.txt"]
+    for c in canaries:
+        c.write_text("canary\n")
+    watched = [REPO / d for d in ("source", "release", "autograder", "instructor", "nbgrader_config.py")] + canaries
+    works = []
+    for k in range(shards):
+        work = root / f"shard{k}"
+        incoming = work / "incoming"
+        for s in corpus[k::shards] + honest:
+            name, nb = samples.build_notebook(s)
+            dest = incoming / s.student / s.assignment
+            dest.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, dest / name)
+        (work / "course").mkdir(parents=True)
+        (work / "course" / "nbgrader_config.py").write_text(COURSE_CONFIG)
+        works.append(work)
+        watched.append(incoming)
+    before = _hash_tree(watched)
+    stop, hits = threading.Event(), []
+    thread = threading.Thread(target=_listener, args=(stop, hits), daemon=True)
+    thread.start()
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    t0 = time.time()
+    procs = [subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(w / "incoming"), "--workdir",
+                               str(w / "course"), "--out", str(w), "--no-progress"], cwd=REPO, env=env,
+                              stdout=(w / "log.txt").open("w"), stderr=subprocess.STDOUT) for w in works]
+    for p in procs:
+        p.wait(timeout=1800)
+    elapsed = time.time() - t0
+    time.sleep(6)  # the detached writer strikes 4 s after it started: give it the chance
+    stop.set()
+    after = _hash_tree(watched)
+    rows = {}
+    for w in works:
+        if not (w / "grades.csv").exists():
+            pytest.fail(f"grading crashed:\n{(w / 'log.txt').read_text()[-4000:]}")
+        with (w / "grades.csv").open() as f:
+            for row in csv.DictReader(f):
+                rows.setdefault(row["student"], []).append(row)
+    return {"rows": rows, "before": before, "after": after, "hits": hits, "elapsed": elapsed,
+            "logs": "\n".join((w / "log.txt").read_text()[-3000:] for w in works), "corpus": corpus}
+
+
+def test_the_corpus_is_large_and_says_what_it_does():
+    corpus = _hostile_samples()
+    assert len(corpus) >= 25
+    for s in corpus:
+        assert s.about, f"{s.path.name}: say in '# about:' what this submission attacks"
+
+
+@pytest.mark.parametrize("sample", _hostile_samples(), ids=lambda s: s.student)
+def test_hostile_submission_gets_only_what_it_deserves(hostile_batch, sample):
+    [row] = hostile_batch["rows"][sample.student]
+    assert row["status"] == "graded", f"{sample.student}: {row['status']}\n{hostile_batch['logs']}"
+    assert float(row["auto_score"]) == sample.expect_auto, (
+        f"{sample.student} ({sample.about}): {row['auto_score']} points, expected {sample.expect_auto:g}\n"
+        f"flags: {row['flags']}\nintegrity: {row['integrity']}")
+    said = (row["flags"] + " | " + row["integrity"]).lower()
+    for flag in sample.expect_flags:
+        wanted = "integrity" if flag == "integrity" else flag.lower()
+        found = bool(row["integrity"]) if flag == "integrity" else wanted in said
+        assert found, f"{sample.student}: expected a flag about '{flag}', got: {said}"
+    assert float(row["autograde_seconds"]) <= WALL_SECONDS + 60, f"{sample.student} took {row['autograde_seconds']} s"
+
+
+def test_honest_students_keep_their_scores(hostile_batch):
+    for student, score in HONEST.items():
+        rows = hostile_batch["rows"][student]
+        assert len(rows) == 2  # one per shard, each next to half the corpus
+        for row in rows:
+            assert float(row["auto_score"]) == score, f"{student}: {row}"
+            assert not row["integrity"], f"{student}: {row['integrity']}"
+
+
+def test_no_file_outside_the_sandbox_changed(hostile_batch):
+    before, after = hostile_batch["before"], hostile_batch["after"]
+    changed = sorted(p for p in before if after.get(p) != before[p])
+    added = sorted(set(after) - set(before))
+    assert not changed and not added, f"changed: {changed[:10]}, added: {added[:10]}"
+
+
+def test_no_submission_reached_the_network(hostile_batch):
+    assert hostile_batch["hits"] == [], "a sandboxed notebook connected to the grader's loopback"
