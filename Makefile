@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup demo test test-fast lab lab-instructor release selfgrade lock train screenshots clean
+.PHONY: help setup demo test test-fast lab lab-instructor release selfgrade lock train screenshots clean bench-grading sandbox-check
 
 help:
 	@echo "make demo       set up, release, autograde the sample submissions, print the grade table"
@@ -19,6 +19,7 @@ help:
 	@echo "make train      retrain the small detector's weights (minutes)"
 	@echo "make screenshots  retake the README's screenshots (JupyterLab in Chromium)"
 	@echo "make lock       rewrite constraints.txt from the current venv"
+	@echo "make bench-grading  time plain autograde vs the sandboxed, confirmed pipeline (minutes)"
 
 $(STAMP): constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -27,7 +28,11 @@ $(STAMP): constraints.txt pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (course)" >/dev/null
 	touch $@
 
-setup: $(STAMP)
+setup: $(STAMP) sandbox-check
+
+# Grading runs submissions inside bubblewrap (apt-get install bubblewrap; .ci/run installs it).
+sandbox-check:
+	@command -v bwrap >/dev/null 2>&1 || echo "WARNING: bubblewrap (bwrap) is not installed: grading will run submissions WITHOUT the sandbox (apt-get install bubblewrap)" >&2
 
 demo: setup
 	$(BIN)/python -m autograder demo
@@ -52,6 +57,9 @@ selfgrade: setup
 
 train: setup
 	$(BIN)/python scripts/train_detector.py
+
+bench-grading: setup
+	$(BIN)/python scripts/bench_grading.py
 
 screenshots: setup
 	UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/test_browser.py

@@ -1,20 +1,25 @@
-"""The course package: checks used by tests, course code, the in-place locator, the command line.
+"""The student package: what a course notebook imports. It holds no answers and no hidden checks.
 
 Modules, by what they hold:
 
 * :mod:`autograder.runtime`       — device policy, seeding, warnings routed to stdout;
-* :mod:`autograder.checks`        — assertion helpers whose messages say what to try next;
+* :mod:`autograder.checks`        — assertion helpers for the visible tests (messages say what to try next);
+* :mod:`autograder.verdicts`      — the hidden part of a test cell: reports the verdict of the check that
+  ran outside the kernel;
 * :mod:`autograder.inplace`       — the in-place locator (which line wrote into a saved tensor);
 * :mod:`autograder.yolo`          — the legacy YOLOv5 (release 5.0) Detect head;
 * :mod:`autograder.detector`      — a small detector trained on synthetic shapes;
 * :mod:`autograder.saved_tensors` — assignment 1's decode constants and version program;
 * :mod:`autograder.storage`       — assignment 2's witnesses (id, storage, _version) and explorer;
-* :mod:`autograder.attack`        — assignment 3's decode checks, the attack and its figures;
+* :mod:`autograder.attack`        — assignment 3's attack model, objectives and figures;
 * :mod:`autograder.explorers`     — the lessons' widgets and the autograd graph picture;
-* :mod:`autograder.course`, :mod:`autograder.cli` — nbgrader plumbing and ``python -m autograder``;
-* :mod:`autograder.samples`       — sample submissions with their expected scores;
-* :mod:`autograder.authoring`     — cell constructors for writing ``source/`` notebooks;
-* :mod:`autograder.lab`           — JupyterLab in the student (or instructor) view.
+* :mod:`autograder.lab`           — JupyterLab in the student (or instructor) view;
+* :mod:`autograder.cli`           — ``python -m autograder``: hands the grading commands to the
+  repository's instructor side (``instructor/``), which a student install does not have.
+
+The instructor side lives in the repository's ``instructor/`` folder: ``instructor.grading``
+(nbgrader plumbing, the sandbox, the confirmation run, samples) and ``instructor.hidden`` (the hidden
+checks of each assignment, as probes and judges, with the reference answers).
 """
 __all__ = ["course_device", "describe_environment", "seed_everything", "setup_notebook", "test_configs"]
 __version__ = "0.1.0"

@@ -12,7 +12,7 @@ import re
 import sys
 from pathlib import Path
 
-from .course import REPO
+from .cli import REPO
 
 __all__ = ["student_view", "student_env", "main"]
 

@@ -125,7 +125,9 @@ def hostile_batch(tmp_path_factory):
         with (w / "grades.csv").open() as f:
             for row in csv.DictReader(f):
                 rows.setdefault(row["student"], []).append(row)
-    return {"rows": rows, "before": before, "after": after, "hits": hits, "elapsed": elapsed,
+    feedback = {p.parts[-3]: p.read_text(encoding="utf-8")
+                for w in works for p in (w / "course" / "feedback").glob("*/00_orientation/*.html")}
+    return {"rows": rows, "before": before, "after": after, "hits": hits, "elapsed": elapsed, "feedback": feedback,
             "logs": "\n".join((w / "log.txt").read_text()[-3000:] for w in works), "corpus": corpus}
 
 
@@ -169,3 +171,13 @@ def test_no_file_outside_the_sandbox_changed(hostile_batch):
 
 def test_no_submission_reached_the_network(hostile_batch):
     assert hostile_batch["hits"] == [], "a sandboxed notebook connected to the grader's loopback"
+
+
+def test_feedback_shows_the_flags_and_never_the_hidden_part(hostile_batch):
+    feedback = hostile_batch["feedback"]
+    assert "Notes from the grader" in feedback["tamper_points"] and "metadata was edited" in feedback["tamper_points"]
+    assert "Notes from the grader" in feedback["patch_checks"]  # the integrity note
+    assert "Notes from the grader" not in feedback["ada"]
+    for student, html in feedback.items():
+        assert "BEGIN HIDDEN TESTS" not in html and "confirmed(" not in html, student
+    assert "has the wrong shape" in feedback["ben"]  # the judge's message reaches the student

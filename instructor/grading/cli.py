@@ -88,6 +88,18 @@ def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: boo
     for r in results:
         for note in r.notes:
             print(f"note: {r.student}/{r.assignment}: {note}")
+    flagged = [r for r in results if r.flags or r.integrity]
+    if flagged:
+        print(f"\n{len(flagged)} submission(s) flagged (also in grades.csv and at the top of their feedback):")
+    for r in flagged:
+        for line in r.flags:
+            print(f"  flagged:   {r.student}/{r.assignment}: {line}")
+        for line in r.integrity:
+            print(f"  integrity: {r.student}/{r.assignment}: {line}")
+    sandboxed = sum(r.sandboxed for r in results)
+    if results:
+        print(f"\nsandbox: {sandboxed} of {len(results)} submission(s) ran in bubblewrap; every autograded point "
+              "was confirmed outside the student's kernel")
     failed = [r for r in results if not r.ok]
     for r in failed:
         print(f"error: {r.student}/{r.assignment}: grading failed: {r.error}", file=sys.stderr)
@@ -139,6 +151,8 @@ def cmd_selfgrade(args) -> int:
             if q.grade_id in failures:
                 for line in failures[q.grade_id].splitlines():
                     print(f"      {line}")
+        for line in res.flags + res.integrity:
+            print(f"  note: {line}")
         print(f"\nautograded total: {res.auto_score:g} / {res.auto_max:g}"
               + (f"  (+ {res.manual_pending:g} point(s) graded by hand)" if res.manual_pending else ""))
     return 0 if res.auto_score == res.auto_max else 1

@@ -98,6 +98,11 @@ def sandboxed_config(root: Path):
                                                OverwriteCells, CheckCellMetadata]
     config.Autograde.autograde_preprocessors = [sandboxed_execute_class(), IgnorePattern, ClearMetadataPreprocessor,
                                                 LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+    # Feedback shows what failed and why (the cells' outputs), never the hidden part of a test cell.
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from nbgrader.preprocessors import ClearHiddenTests, GetGrades
+
+    config.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, ClearHiddenTests]
     return config
 
 
