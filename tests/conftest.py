@@ -1,7 +1,7 @@
 """Shared fixtures: one real-nbgrader grading run of every source, release and sample notebook.
 
-Grading is the slow part of the suite, so it happens once per session, split into two shards
-that run in parallel through the course's own command line (``python -m autograder grade``).
+Grading is the slow part of the suite, so it happens once per session, as one batch graded on
+both cores through the course's own command line (``python -m autograder grade --jobs 2``).
 """
 from __future__ import annotations
 
@@ -41,7 +41,9 @@ def graded(tmp_path_factory) -> dict:
             jobs.append((RELEASE_STUDENT, a, REPO / "release" / a / nb.name))
     for s in samples.load_samples():
         jobs.append((s.student, s.assignment, s))
-    shards = 2
+    # One batch, graded the way an instructor grades a class: `grade --jobs 2` (every core here),
+    # workers executing in the sandbox and one process recording grades.
+    shards = 1
     procs = []
     for k in range(shards):
         incoming = root / f"shard{k}" / "incoming"
@@ -57,7 +59,8 @@ def graded(tmp_path_factory) -> dict:
         log = (work / "log.txt").open("w")
         procs.append((work, log, subprocess.Popen(
             [sys.executable, "-m", "autograder", "grade", str(incoming), "--workdir", str(work / "course"),
-             "--out", str(work), "--no-progress"], cwd=REPO, env=_env(), stdout=log, stderr=subprocess.STDOUT)))
+             "--out", str(work), "--no-progress", "--jobs", "2"], cwd=REPO, env=_env(), stdout=log,
+            stderr=subprocess.STDOUT)))
     results = {}
     for work, log, proc in procs:
         proc.wait(timeout=1500)
@@ -74,3 +77,14 @@ def graded(tmp_path_factory) -> dict:
                 score = None if row["score"] == "" else float(row["score"])
                 results[(row["student"], row["assignment"])]["questions"][row["question"]] = score
     return results
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print the mutation score per graded function when the mutation tests ran."""
+    mod = sys.modules.get("tests.test_mutation") or sys.modules.get("test_mutation")
+    results = getattr(mod, "RESULTS", None) if mod else None
+    if results:
+        from instructor.hidden.mutation import mutation_table
+
+        terminalreporter.write_sep("=", "mutation score of the hidden checks")
+        terminalreporter.write_line(mutation_table(results))

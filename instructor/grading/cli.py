@@ -6,6 +6,7 @@ Thin over nbgrader: releasing is ``generate_assignment``, grading is ``autograde
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -76,13 +77,13 @@ def cmd_release(args) -> int:
     return 0
 
 
-def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: bool = True) -> int:
+def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: bool = True, jobs: int = 1) -> int:
     _print_problems(problems)
     if not subs:
         print("error: nothing to grade", file=sys.stderr)
         return 1
     t0 = time.perf_counter()
-    results = course.grade(subs, workdir, progress=progress)
+    results = course.grade(subs, workdir, progress=progress, jobs=jobs)
     totals, by_q = course.write_csv(results, outdir)
     print(_table(results))
     for r in results:
@@ -113,7 +114,8 @@ def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: boo
 def cmd_grade(args) -> int:
     subs, problems = course.collect_submissions(Path(args.submissions))
     workdir = Path(args.workdir)
-    return _grade_and_report(subs, problems, workdir, Path(args.out or workdir), not args.no_progress)
+    return _grade_and_report(subs, problems, workdir, Path(args.out or workdir), not args.no_progress,
+                             jobs=args.jobs or (os.cpu_count() or 1))
 
 
 def cmd_selfgrade(args) -> int:
@@ -181,7 +183,7 @@ def cmd_demo(args) -> int:
     print(f"{n} sample notebook(s)")
     print("== 3/3 autograding with nbgrader")
     subs, problems = course.collect_submissions(incoming)
-    status = _grade_and_report(subs, problems, workdir / "course", workdir)
+    status = _grade_and_report(subs, problems, workdir / "course", workdir, jobs=args.jobs or (os.cpu_count() or 1))
     print(f"demo finished in {time.perf_counter() - t0:.0f} s")
     return status
 
@@ -202,6 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="course folder where nbgrader works (default: the repository)")
     p.add_argument("--out", help="folder for grades.csv and grades_by_question.csv (default: --workdir)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--jobs", "-j", type=int, default=None,
+                   help="grade this many submissions at once (default: the number of cores; 1: one at a time)")
     p.set_defaults(func=cmd_grade)
 
     p = sub.add_parser("selfgrade", help="grade one filled-in notebook against the hidden tests")
@@ -212,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="release + autograde the bundled sample submissions")
     p.add_argument("--workdir", default=str(REPO / "grading"), help="where to grade (default: grading/)")
     p.add_argument("--students", nargs="*", help="only these sample students")
+    p.add_argument("--jobs", "-j", type=int, default=None, help="submissions at once (default: the number of cores)")
     p.set_defaults(func=cmd_demo)
     return parser
 

@@ -107,6 +107,59 @@ def sandboxed_config(root: Path):
 
 
 @functools.lru_cache(maxsize=None)
+def replay_config(root: Path):
+    """The configuration of the one process that records grades from notebooks workers executed:
+    the same as :func:`sandboxed_config`, with the kernel replaced by the workers' outputs."""
+    config = sandboxed_config(root)
+    steps = list(config.Autograde.autograde_preprocessors)
+    steps[0] = _replay_preprocessor()
+    config.Autograde.autograde_preprocessors = steps
+    return config
+
+
+@functools.lru_cache(maxsize=None)
+def _replay_preprocessor():
+    from nbgrader.preprocessors import NbGraderPreprocessor
+
+    class ReplayExecution(NbGraderPreprocessor):
+        """Put a worker's outputs on the cells, instead of running a kernel; refuse a mismatch."""
+        executed: dict = {}
+
+        def preprocess(self, nb, resources):
+            name = resources.get("nbgrader", {})["notebook"] + NB_EXT
+            done = nbformat.reads(type(self).executed[name], as_version=4)
+            if [c.source for c in done.cells] != [c.source for c in nb.cells]:
+                raise ValueError(f"{name}: the worker's executed notebook does not match the submission")
+            for cell, ran in zip(nb.cells, done.cells):
+                if cell.cell_type == "code":
+                    cell.outputs, cell.execution_count = ran.outputs, ran.get("execution_count")
+            return nb, resources
+
+    return ReplayExecution
+
+
+def record(api, sub: Submission, workdir: Path, res: Result, feedback: bool) -> None:
+    """The single writer: nbgrader autograde of a submission a worker executed, then the lower
+    verdict and the feedback (see :func:`_grade_one`)."""
+    _replay_preprocessor().executed = res.executed
+    out = api.autograde(sub.assignment, sub.student, force=True, create=True)
+    res.executed = {}
+    if not out.get("success"):
+        res.ok, res.error = False, _short_error(out)
+        return
+    _keep_lower(api, sub, res.verdicts, res)
+    res.questions = _scores(api, sub.assignment, sub.student)
+    res.autograded = sorted((workdir / "autograded" / sub.student / sub.assignment).glob("*" + NB_EXT))
+    if feedback:
+        fb = api.generate_feedback(sub.assignment, sub.student, force=True)
+        if fb.get("success"):
+            res.feedback = sorted((workdir / "feedback" / sub.student / sub.assignment).glob("*.html"))
+            _annotate_feedback(res)
+        else:
+            res.error = "feedback: " + _short_error(fb)
+
+
+@functools.lru_cache(maxsize=None)
 def _canonicalize_preprocessor():
     from nbgrader.preprocessors import NbGraderPreprocessor
 
@@ -307,6 +360,8 @@ class Result:
     integrity: list[str] = field(default_factory=list)  # in-kernel tests and outside confirmation disagreed
     confirm_seconds: float = 0.0
     sandboxed: bool = False
+    verdicts: dict = field(default_factory=dict)   # grade_id -> the judge's verdict (plain data)
+    executed: dict = field(default_factory=dict)   # notebook name -> executed notebook (JSON), from a worker
 
     @property
     def auto_score(self) -> float:
@@ -334,7 +389,7 @@ def _scores(api, assignment: str, student: str) -> list[QuestionScore]:
 
 
 def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progress: bool = True,
-          root: Path = REPO) -> list[Result]:
+          root: Path = REPO, jobs: int = 1) -> list[Result]:
     """Autograde each submission in the course folder ``workdir`` (created if needed).
 
     The submitted files are copied to ``workdir/submitted/<student>/<assignment>/``; nbgrader
@@ -360,6 +415,10 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
 
     limits = Limits.from_config(load_config(workdir))
     warn_if_unsandboxed()
+    if jobs > 1 and len(subs) > 1:
+        from .parallel import grade_parallel
+
+        return grade_parallel(subs, workdir, jobs=jobs, feedback=feedback, progress=progress, limits=limits)
     sandboxed_api = _api(workdir, sandboxed=True)
     results = []
     bar = tqdm(subs, desc="autograding", unit="notebook", disable=not progress, file=sys.stdout)
@@ -381,7 +440,8 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
     return results
 
 
-def _grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback: bool) -> None:
+def _grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback: bool,
+               record: bool = True) -> None:
     """Confirmation in the sandbox, then nbgrader autograde with its kernel in the sandbox, then the
     lower of the two verdicts per test cell into the gradebook."""
     import tempfile
@@ -444,6 +504,11 @@ def _grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedbac
             res.error = _short_error(out)
             return
         res.ok = True
+        res.verdicts = {g: v.as_json() for g, v in verdicts.items()}
+        if not record:  # a worker: hand the executed notebooks to the one process that records grades
+            res.executed = {p.name: p.read_text(encoding="utf-8") for p in
+                            sorted((workdir / "autograded" / sub.student / sub.assignment).glob("*" + NB_EXT))}
+            return
         _keep_lower(api, sub, verdicts, res)
         res.questions = _scores(api, sub.assignment, sub.student)
         res.autograded = sorted((workdir / "autograded" / sub.student / sub.assignment).glob("*" + NB_EXT))
@@ -467,9 +532,11 @@ def _keep_lower(api, sub: Submission, verdicts: dict, res: Result) -> None:
                 v = verdicts.get(g.name)
                 if v is None or g.auto_score is None:
                     continue
-                judged = g.max_score if v.passed else 0.0
+                passed = v["passed"] if isinstance(v, dict) else v.passed
+                message = v["message"] if isinstance(v, dict) else v.message
+                judged = g.max_score if passed else 0.0
                 if g.auto_score > judged:
-                    first = v.message.strip().splitlines()[0] if v.message.strip() else "failed"
+                    first = message.strip().splitlines()[0] if message.strip() else "failed"
                     res.integrity.append(f"{g.name}: the notebook's own tests gave {g.auto_score:g}, the check outside "
                                          f"the kernel gave {judged:g} ({first[:160]}); kept {judged:g}")
                     g.auto_score = judged

@@ -68,8 +68,10 @@ def sanitize(value, depth: int = 0):
             plain = torch.empty(t.shape, dtype=t.dtype)
             plain.copy_(t.cpu())
         return plain
-    if isinstance(value, (torch.dtype, torch.device)):
-        return _exact_str(str(value))
+    if isinstance(value, torch.dtype):
+        return {"__dtype__": _exact_str(str(value)).replace("torch.", "")}
+    if isinstance(value, torch.device):
+        return {"__device__": _exact_str(str(value))}
     if isinstance(value, (list, tuple)):
         items = [sanitize(v, depth + 1) for v in list(value)[:MAX_ITEMS]]
         return items if isinstance(value, list) else {"__tuple__": items}
@@ -93,6 +95,18 @@ def unwrap(value):
             return tuple(unwrap(v) for v in value["__tuple__"])
         if set(value) == {"__set__"}:
             return set(unwrap(v) for v in value["__set__"] if not isinstance(v, (list, dict)))
+        if set(value) == {"__dtype__"} and isinstance(value["__dtype__"], str):
+            import torch
+
+            dtype = getattr(torch, value["__dtype__"], None)
+            return dtype if isinstance(dtype, torch.dtype) else value
+        if set(value) == {"__device__"} and isinstance(value["__device__"], str):
+            import torch
+
+            try:
+                return torch.device(value["__device__"])
+            except (RuntimeError, ValueError):
+                return value
         return {k: unwrap(v) for k, v in value.items()}
     return value
 

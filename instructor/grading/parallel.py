@@ -1,0 +1,168 @@
+"""Grading on every core: workers execute, one process records.
+
+The costly part of grading a submission — the confirmation run and the nbgrader execution, both in
+the sandbox — needs no gradebook. Each worker process does it in a private course folder of its
+own (a copy of the assignment, its own scratch gradebook) and sends back plain data: the judge's
+verdicts, the flags and the executed notebooks. The grading process is the only one that writes
+the real gradebook: it runs nbgrader's autograde on each result with the kernel replaced by the
+worker's outputs (:func:`.course.record`), so formgrader, ``generate_feedback`` and ``nbgrader
+export`` see exactly what a one-at-a-time run writes, and SQLite has one writer.
+
+A worker that dies (the machine's OOM killer, a crash) takes only its submission with it: that
+submission is tried again in a fresh worker, and a submission that kills workers twice is flagged
+instead of tried forever.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import get_context
+from pathlib import Path
+
+from . import course
+from .course import REPO, Result, Submission
+
+MAX_WORKER_DEATHS = 2
+
+_PRIVATE: dict = {}
+
+
+def _private_course(assignment: str, course_config: str | None) -> tuple[Path, object]:
+    """This worker's own course folder with ``assignment`` generated (made once per process)."""
+    key = (assignment, course_config)
+    if key in _PRIVATE:
+        return _PRIVATE[key]
+    root = Path(tempfile.mkdtemp(prefix=f"grading-worker-{os.getpid()}-"))
+    if course_config:
+        (root / "nbgrader_config.py").write_text(course_config)
+    shutil.copytree(REPO / "source" / assignment, root / "source" / assignment,
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    course._check(course._api(root).generate_assignment(assignment, force=True, create=True),
+                  f"nbgrader generate_assignment {assignment}")
+    _PRIVATE[key] = (root, course._api(root, sandboxed=True))
+    return _PRIVATE[key]
+
+
+def execute(student: str, assignment: str, notebooks: list[str], course_config: str | None,
+            limits: dict) -> Result:
+    """A worker's whole job for one submission; returns a :class:`Result` with ``executed`` set."""
+    from .sandbox import Limits
+
+    course._environment()
+    os.environ["_COURSE_SANDBOX_WARNED"] = "1"  # the grading process already said it, once
+    _injected_fault(student)
+    root, api = _private_course(assignment, course_config)
+    sub = Submission(student, assignment, [Path(p) for p in notebooks])
+    res = Result(student, assignment, ok=False)
+    target = root / "submitted" / student / assignment
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    for nb in sub.notebooks:
+        shutil.copy2(nb, target / nb.name)
+    t0 = time.perf_counter()
+    try:
+        course._grade_one(api, sub, root, res, Limits(**limits), feedback=False, record=False)
+    except Exception as err:  # noqa: BLE001 - reported, never raised into the pool
+        res.ok, res.error = False, f"{type(err).__name__}: {err}"
+    finally:
+        for d in ("submitted", "autograded"):
+            shutil.rmtree(root / d / student, ignore_errors=True)
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def _injected_fault(student: str) -> None:
+    """Fault injection for the tests: ``COURSE_GRADING_FAULTS="ann:always,bob:once:/tmp/marker"``
+    makes the worker die (as the OOM killer would kill it) when it picks up that student."""
+    for item in filter(None, os.environ.get("COURSE_GRADING_FAULTS", "").split(",")):
+        who, _, how = item.partition(":")
+        if who != student:
+            continue
+        if how.startswith("once:"):
+            marker = Path(how[len("once:"):])
+            if marker.exists():
+                return
+            marker.write_text("died once\n")
+        os._exit(137)
+
+
+def _course_config(workdir: Path) -> str | None:
+    local = workdir / "nbgrader_config.py"
+    return local.read_text() if local.is_file() and local.resolve().parent != REPO.resolve() else None
+
+
+def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback: bool, progress: bool,
+                   limits) -> list[Result]:
+    """Grade ``subs`` with ``jobs`` worker processes; results in the order of ``subs``."""
+    from nbgrader.apps import NbGraderAPI
+    from tqdm.auto import tqdm
+
+    workdir = Path(workdir).resolve()
+    recorder = NbGraderAPI(config=course.replay_config(workdir))
+    config_text = _course_config(workdir)
+    results: dict[int, Result] = {}
+    staged = {}
+    for i, sub in enumerate(subs):
+        res = Result(sub.student, sub.assignment, ok=False)
+        course._stage(sub, workdir / "submitted" / sub.student / sub.assignment, workdir, res)
+        staged[i] = (res.notes, sorted((workdir / "submitted" / sub.student / sub.assignment).glob("*.ipynb")))
+    bar = tqdm(total=len(subs), desc=f"autograding ({jobs} workers)", unit="notebook", disable=not progress,
+               file=sys.stdout)
+    ctx = get_context("spawn")
+
+    def finish(i: int, res: Result) -> None:
+        sub = subs[i]
+        res.notes = staged[i][0] + res.notes
+        if res.ok:
+            t0 = time.perf_counter()
+            try:
+                course.record(recorder, sub, workdir, res, feedback)
+            except Exception as err:  # noqa: BLE001
+                res.ok, res.error = False, f"recording failed: {type(err).__name__}: {err}"
+            res.seconds += time.perf_counter() - t0
+        results[i] = res
+        bar.update(1)
+        bar.set_postfix_str(f"{sub.student}/{sub.assignment}")
+        if res.flags and progress:
+            bar.write(f"flagged: {sub.student}/{sub.assignment}: {res.flags[0]}"
+                      + (f" (+{len(res.flags) - 1} more)" if len(res.flags) > 1 else ""))
+
+    def run_pool(indices: list[int], workers: int) -> list[int]:
+        """Grade ``indices``; return those whose worker died (the pool broke under them)."""
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+        futures = {pool.submit(execute, subs[i].student, subs[i].assignment, [str(p) for p in staged[i][1]],
+                               config_text, limits.__dict__): i for i in indices}
+        lost = []
+        for fut in futures:
+            i = futures[fut]
+            try:
+                res = fut.result()
+            except BrokenProcessPool:
+                lost.append(i)
+                continue
+            except Exception as err:  # noqa: BLE001
+                res = Result(subs[i].student, subs[i].assignment, ok=False, error=f"{type(err).__name__}: {err}")
+            finish(i, res)
+        pool.shutdown(wait=True, cancel_futures=True)
+        return lost
+
+    suspects = run_pool(list(range(len(subs))), min(jobs, len(subs)))
+    # A dead worker breaks its whole pool: retry each unfinished submission alone, so that only the
+    # one that kills its worker again is blamed.
+    for i in suspects:
+        for attempt in range(1, MAX_WORKER_DEATHS + 1):
+            if not run_pool([i], 1):
+                break
+            if attempt == MAX_WORKER_DEATHS:
+                res = Result(subs[i].student, subs[i].assignment, ok=False,
+                             error=f"the submission killed its grading worker {attempt} times; not retried")
+                res.flags.append(res.error)
+                finish(i, res)
+    bar.close()
+    return [results[i] for i in range(len(subs))]

@@ -1,0 +1,35 @@
+"""Mutation testing of the hidden checks (issue: hidden tests that span everything each task allows).
+
+For every graded function, each plausible wrong variant of the reference solution (declared as
+``MUTANTS`` in ``instructor/hidden/aNN_*.py``) must fail at least one of the checks that judge it,
+and each mutant declared equivalent (with its reason) must pass them all. Judged in-process, without
+nbgrader: seconds per mutant. The per-function mutation score is printed at the end of the run.
+"""
+from __future__ import annotations
+
+import pytest
+
+from instructor.hidden import ASSIGNMENT_MODULES
+from instructor.hidden.mutation import mutation_table, run_mutants
+
+RESULTS: list = []
+
+
+@pytest.mark.parametrize("assignment", list(ASSIGNMENT_MODULES))
+def test_no_mutant_survives(assignment):
+    results = run_mutants([assignment])
+    RESULTS.extend(results)
+    assert results, f"{assignment} declares no mutants"
+    bad = [r for r in results if not r.ok]
+    assert not bad, "\n" + mutation_table(results)
+
+
+def test_every_graded_function_has_at_least_its_share_of_mutants():
+    import importlib
+
+    for assignment, module in ASSIGNMENT_MODULES.items():
+        declared = getattr(importlib.import_module(module), "MUTANTS", {})
+        assert declared, assignment
+        for function, target in declared.items():
+            live = [m for m in target.mutants if not m.equivalent]
+            assert len(live) >= 8, f"{assignment}/{function}: only {len(live)} mutants"

@@ -1,0 +1,73 @@
+"""Class-scale grading: ``grade --jobs N`` gives exactly the scores of ``--jobs 1``, and a worker
+that dies takes only its submission with it (retried alone; flagged after dying twice)."""
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from instructor.grading import samples
+
+REPO = Path(__file__).resolve().parents[1]
+EQUIVALENCE = ("00_orientation", "01_version_counter")
+
+pytestmark = pytest.mark.slow
+
+
+def _grade(incoming: Path, work: Path, jobs: int, env_extra: dict | None = None) -> dict:
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    env.update(env_extra or {})
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(incoming), "--workdir", str(work / "course"),
+                           "--out", str(work), "--no-progress", "--jobs", str(jobs)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=1500)
+    assert (work / "grades.csv").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = {}
+    with (work / "grades_by_question.csv").open() as f:
+        for row in csv.DictReader(f):
+            rows.setdefault((row["student"], row["assignment"]), {})[row["question"]] = row["score"]
+    with (work / "grades.csv").open() as f:
+        for row in csv.DictReader(f):
+            rows.setdefault((row["student"], row["assignment"]), {})["_status"] = row["status"]
+            rows[(row["student"], row["assignment"])]["_flags"] = row["flags"]
+    return rows
+
+
+def test_jobs_1_gives_the_same_scores_as_jobs_2(graded, tmp_path):
+    """The session's grading ran with --jobs 2; grade the samples of two assignments again, one at a time."""
+    incoming = tmp_path / "incoming"
+    chosen = [s for s in samples.load_samples() if s.assignment in EQUIVALENCE]
+    for s in chosen:
+        name, nb = samples.build_notebook(s)
+        (incoming / s.student / s.assignment).mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, incoming / s.student / s.assignment / name)
+    serial = _grade(incoming, tmp_path / "serial", jobs=1)
+    for s in chosen:
+        key = (s.student, s.assignment)
+        parallel = graded[key]
+        assert serial[key]["_status"] == parallel["status"] == "graded", (key, serial[key], parallel["status"])
+        scores = {q: (None if v == "" else float(v)) for q, v in serial[key].items() if not q.startswith("_")}
+        assert scores == parallel["questions"], f"{key}: --jobs 1 {scores} != --jobs 2 {parallel['questions']}"
+
+
+def test_a_dying_worker_is_retried_and_a_killer_is_flagged(tmp_path):
+    incoming = tmp_path / "incoming"
+    by_name = {s.student: s for s in samples.load_samples("00_orientation")}
+    for student, base in (("ann", "ada"), ("bob", "ada"), ("cat", "ben"), ("dan", "ada")):
+        name, nb = samples.build_notebook(by_name[base])
+        (incoming / student / "00_orientation").mkdir(parents=True)
+        nbformat.write(nb, incoming / student / "00_orientation" / name)
+    marker = tmp_path / "bob-died-once"
+    rows = _grade(incoming, tmp_path / "work", jobs=2,
+                  env_extra={"COURSE_GRADING_FAULTS": f"ann:always,bob:once:{marker}"})
+    assert marker.exists(), "the fault was not injected"
+    ann = rows[("ann", "00_orientation")]
+    assert ann["_status"].startswith("error") and "killed its grading worker 2 times" in ann["_flags"], ann
+    assert rows[("bob", "00_orientation")]["_status"] == "graded"      # died once, retried, graded
+    assert sum(float(v or 0) for q, v in rows[("bob", "00_orientation")].items() if not q.startswith("_")) == 8
+    assert sum(float(v or 0) for q, v in rows[("cat", "00_orientation")].items() if not q.startswith("_")) == 2
+    assert sum(float(v or 0) for q, v in rows[("dan", "00_orientation")].items() if not q.startswith("_")) == 8
