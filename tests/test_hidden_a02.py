@@ -194,8 +194,29 @@ def fixed_model(x, w):
 '''
 
 
+# Constants a GPU accepts next to its tensors: Python numbers and 0-dim CPU tensors of x's dtype.
+SCALARS_FIX = '''
+def fixed_model(x, w):
+    y = torch.sigmoid(torch.relu(x @ w + torch.tensor(0.1, dtype=x.dtype)))
+    return torch.cat([y[:, :2] * torch.tensor(2.0, dtype=x.dtype) - 0.5, (y[:, 2:] * 2) ** 2], dim=1)
+'''
+
+# Right on every real device, but not computable on the value-less meta device (a data-dependent branch,
+# a CPU round trip): the meta case judges device mismatches only, so these pass.
+META_UNFRIENDLY_FIX = '''
+def fixed_model(x, w):
+    z = x @ w + 0.1
+    if bool((z < 0).any()):
+        z = z.clamp(min=0)
+    y = z.cpu().sigmoid().to(x.device)
+    return torch.cat([y[:, :2] * 2 - 0.5, (y[:, 2:] * 2) ** 2], dim=1)
+'''
+
+
 @pytest.mark.parametrize("codes", [REFERENCE, (CORRECT_ALT, CLONE_FIX), (VIA_MEASURE, STACK_FIX),
-                                   (REFERENCE[0], WHERE_FIX)], ids=["reference", "alt-clone", "measure-stack", "where"])
+                                   (REFERENCE[0], WHERE_FIX), (REFERENCE[0], SCALARS_FIX),
+                                   (REFERENCE[0], META_UNFRIENDLY_FIX)],
+                         ids=["reference", "alt-clone", "measure-stack", "where", "scalars", "meta-unfriendly"])
 def test_correct_answers_pass_every_check(codes):
     for gid, v in verdicts(namespace(*codes)).items():
         assert v.passed, f"{gid}: {v.message}"
@@ -284,7 +305,25 @@ WRONG_MODELS = {
                          False, "cut off from autograd"),
     "float32-constant": (_leaky_in("    y = torch.sigmoid(torch.relu(x @ w + torch.full((4,), 0.1)))\n"
                                    "    return torch.cat([y[:, :2] * 2 - 0.5, (y[:, 2:] * 2) ** 2], dim=1)"),
-                         False, "wrong dtype"),
+                         False, "float32-accurate"),
+    "float32-0dim-constant": (_leaky_in("    y = torch.sigmoid(torch.relu(x @ w + torch.tensor(0.1)))\n"
+                                        "    return torch.cat([y[:, :2] * 2 - 0.5, (y[:, 2:] * 2) ** 2], dim=1)"),
+                              False, "float32-accurate"),
+    "float32-detour": (_leaky_in("    y = torch.sigmoid(torch.relu(x.float() @ w.float() + 0.1)).to(x.dtype)\n"
+                                 "    return torch.cat([y[:, :2] * 2 - 0.5, (y[:, 2:] * 2) ** 2], dim=1)"),
+                       False, "float32-accurate"),
+    # the CPU blind spot: right values on the CPU, a device mismatch on a GPU (caught on meta)
+    "cpu-bias": (_leaky_in("    y = torch.sigmoid(torch.relu(x @ w + torch.full((1, 4), 0.1, dtype=x.dtype)))\n"
+                           "    return torch.cat([y[:, :2] * 2 - 0.5, (y[:, 2:] * 2) ** 2], dim=1)"),
+                 False, "creates a tensor on the CPU"),
+    "cpu-mask": (_leaky_in("    y = torch.sigmoid(torch.relu(x @ w + 0.1))\n"
+                           "    first = torch.tensor([True, True, False, False])\n"
+                           "    return torch.where(first, y * 2 - 0.5, (y * 2) ** 2)"),
+                 False, "creates a tensor on the CPU"),
+    "cpu-zeros": (_leaky_in("    y = torch.sigmoid(torch.relu(x @ w + 0.1))\n"
+                            "    out = torch.zeros(x.shape[0], 4, dtype=x.dtype)\n"
+                            "    return torch.cat([y[:, :2] * 2 - 0.5, (y[:, 2:] * 2) ** 2], dim=1) + out"),
+                  False, "creates a tensor on the CPU"),
     "no-square": (_leaky_in("    y = torch.sigmoid(torch.relu(x @ w + 0.1))\n"
                             "    return torch.cat([y[:, :2] * 2 - 0.5, y[:, 2:] * 2], dim=1)"), False, "wrong values"),
     "drops-rows": (_leaky_in("    y = torch.sigmoid(torch.relu(x @ w + 0.1))[:1]\n"
@@ -301,6 +340,54 @@ def test_wrong_models_fail(name):
     assert got["fixed_model_forward_tests"].passed == forward_passes, got["fixed_model_forward_tests"].message
     v = got["fixed_model_gradients_tests"]
     assert not v.passed and phrase in v.message and "try next" in v.message, v.message
+
+
+def test_the_meta_case_names_the_cpu_tensor_and_nothing_hidden():
+    got = verdicts(namespace(REFERENCE[0], WRONG_MODELS["cpu-bias"][0]), MODEL_IDS)
+    for v in got.values():
+        assert a02.CPU_TENSOR_ON_GPU in v.message and "'meta' device" in v.message and "try next" in v.message
+        assert "_run_model" not in v.message and "reference_model" not in v.message
+
+
+def test_meta_judge_fails_device_mismatches_only():
+    for check in checks_for(ASSIGNMENT):
+        if check.grade_id not in MODEL_IDS:
+            continue
+        [case] = [c for c in check.cases() if c["device"] == "meta"][:1]
+        assert "meta" in case["label"]
+        ok = {"meta": True, "error": None, "is_tensor": True, "type": "Tensor", "device": "meta"}
+        assert judge_results(check, [case], [ok]).passed
+        for error in ("RuntimeError: Tensor.item() cannot be called on meta tensors",
+                      "NotImplementedError: Cannot copy out of meta tensor; no data!"):
+            assert judge_results(check, [case], [{"meta": True, "error": error}]).passed, error
+        for error in ("RuntimeError: Tensor on device cpu is not on the expected device meta!",
+                      "RuntimeError: Expected all tensors to be on the same device, but found at least two "
+                      "devices, meta and cpu!"):
+            v = judge_results(check, [case], [{"meta": True, "error": error}])
+            assert not v.passed and a02.CPU_TENSOR_ON_GPU in v.message
+        v = judge_results(check, [case], [{**ok, "device": "cpu"}])
+        assert not v.passed and "another device" in v.message
+
+
+def test_mutants_cover_each_graded_function():
+    from instructor.hidden.mutation import apply, reference_solution
+
+    assert set(a02.MUTANTS) == {"classify_update", "fixed_model"}
+    assert a02.MUTANTS["classify_update"].checks == tuple(CLASSIFY_IDS)
+    assert a02.MUTANTS["fixed_model"].checks == tuple(MODEL_IDS)
+    for function, target in a02.MUTANTS.items():
+        live = [m for m in target.mutants if not m.equivalent]
+        assert len(live) >= 20, (function, len(live))
+        names = [m.name for m in target.mutants]
+        assert len(set(names)) == len(names)
+        reference = reference_solution(ASSIGNMENT, function)
+        for m in target.mutants:
+            assert apply(reference, m) != reference, m.name
+    # machine-dependent mutants are equivalent only where no GPU can tell them apart
+    machine = [m for t in a02.MUTANTS.values() for m in t.mutants
+               if m.name in ("device argument ignored", "default device the CPU instead of DEVICE",
+                             "result moved to the CPU")]
+    assert len(machine) == 3 and all(bool(m.equivalent) == (not torch.cuda.is_available()) for m in machine)
 
 
 def test_a_reported_write_into_a_saved_tensor_fails_even_with_right_gradients():

@@ -164,3 +164,29 @@ def test_model_inputs_are_reproducible_leaves():
     assert x2.shape == (7, 3) and x2.dtype == torch.float32
     assert torch.equal(storage.model_inputs("cpu", seed=3)[1], storage.model_inputs("cpu", seed=3)[1])
     assert not torch.equal(storage.model_inputs("cpu", seed=3)[1], w)
+
+
+# Statements whose category depends on the dtype: the hidden checks also try them with the default
+# arguments, so a classifier whose default dtype is not float32 loses points (mutation testing).
+DTYPE_DEPENDENT = {
+    "x = x.float()": {torch.float32: "no-change", torch.float64: "new-tensor", torch.float16: "new-tensor"},
+    "x = x.double()": {torch.float32: "new-tensor", torch.float64: "no-change", torch.float16: "new-tensor"},
+    "x.data += 1e-5": {torch.float32: "untracked-write", torch.float64: "untracked-write",
+                       torch.float16: "no-change", torch.bfloat16: "no-change"},
+}
+
+
+@pytest.mark.parametrize("statement", sorted(DTYPE_DEPENDENT))
+def test_measure_sees_dtype_dependent_answers(statement):
+    for dtype, category in DTYPE_DEPENDENT[statement].items():
+        assert _rules(storage.measure(statement, "cpu", dtype)) == category, dtype
+
+
+def test_model_inputs_move_to_the_meta_device():
+    """The hidden checks run fixed_model on 'meta' (the CPU grader's stand-in for a GPU): like CUDA it takes
+    Python numbers and 0-dim CPU tensors next to its tensors and refuses other CPU tensors."""
+    x, w = (t.detach().to("meta").requires_grad_() for t in storage.model_inputs("cpu"))
+    out = torch.sigmoid(torch.relu(x @ w + torch.tensor(0.1, dtype=x.dtype))) * 2
+    assert out.device.type == "meta" and out.shape == (5, 4) and out.requires_grad
+    with pytest.raises(RuntimeError, match="device"):
+        x @ w + torch.full((1, 4), 0.1, dtype=x.dtype)

@@ -373,7 +373,7 @@ class ClassifyNoChange(_ClassifyCheck):
     assignment, grade_id = ASSIGNMENT, "classify_update_no_change_tests"
     VISIBLE = (("x = x.contiguous()", "no-change"),)
     FIXED, TEMPLATES, SEED, PER_TEMPLATE = NO_CHANGE_FIXED, NO_CHANGE_TEMPLATES, 2003, 1
-    DEFAULTS = ("x = x.contiguous()",)
+    DEFAULTS = ("x = x.contiguous()", "x = x.float()", "x = x.double()", "x = x.cpu()")
 
 
 class ClassifyUntrackedAndVersion(_ClassifyCheck):
@@ -384,7 +384,7 @@ class ClassifyUntrackedAndVersion(_ClassifyCheck):
     assignment, grade_id = ASSIGNMENT, "classify_update_untracked_and_version_tests"
     VISIBLE = (("x.data += 1", "untracked-write"), ("x.detach().add_(1)", "in-place"), ("x *= 1", "in-place"))
     FIXED, TEMPLATES, SEED, PER_TEMPLATE = UNTRACKED_FIXED, UNTRACKED_TEMPLATES, 2004, 2
-    DEFAULTS = ("x.data += 1",)
+    DEFAULTS = ("x.data += 1", "x.data += 1e-5")
 
 
 # --------------------------------------------------------------------------- the model question
@@ -404,8 +404,17 @@ def _model_case(device, dtype: str, seed: int, n: int = 5, scale: float = 1.0, u
     else:
         up = torch.linspace(-1, 1, n * 4, dtype=torch.float64).reshape(n, 4)
     extra = f", x scaled by {scale:g}" if scale != 1 else ""
+    where = ("on the 'meta' device (no values: it stands in for a GPU, so a tensor made on the CPU "
+             "does not fit)" if str(device) == "meta" else f"on {device}")
     return {"x": x, "w": w, "device": str(device), "dtype": dtype, "upstream": up, "saved_writes": saved_writes,
-            "label": f"x ({n}, 3), w (3, 4), {dtype} on {device}, seed {seed}{extra}"}
+            "label": f"x ({n}, 3), w (3, 4), {dtype} {where}, seed {seed}{extra}"}
+
+
+def _meta_case(dtype: str = "float32", seed: int = 10) -> dict:
+    """The forward pass with ``x`` and ``w`` on the ``meta`` device: the CPU grader's stand-in for a GPU.
+    Like CUDA, ``meta`` accepts Python numbers and 0-dim CPU tensors next to its tensors, and refuses any
+    other CPU tensor; it holds no values, so only the devices are judged (values: the other cases)."""
+    return _model_case("meta", dtype, seed=seed, upstream="ones")
 
 
 def _run_model(ns, case):
@@ -417,6 +426,13 @@ def _run_model(ns, case):
         return (case["x"].to(device, dtype).requires_grad_(), case["w"].to(device, dtype).requires_grad_())
 
     x, w = leaves()
+    if device.type == "meta":                # a stand-in for a GPU: which device each tensor is on
+        try:
+            out = fn(x, w)
+        except Exception as err:  # noqa: BLE001 - judged: a device mismatch, or an op meta lacks
+            return {"meta": True, "error": f"{type(err).__name__}: {err}"[:800]}
+        return {"meta": True, "error": None, "is_tensor": isinstance(out, torch.Tensor),
+                "type": type(out).__name__, "device": str(out.device) if isinstance(out, torch.Tensor) else None}
     out = fn(x, w)
     res = {"is_tensor": isinstance(out, torch.Tensor), "type": type(out).__name__, "out": out}
     if not isinstance(out, torch.Tensor):
@@ -454,6 +470,52 @@ def _reference(case: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return ref.detach(), gx, gw
 
 
+CPU_TENSOR_ON_GPU = ("your function creates a tensor on the CPU while its input is on another device; "
+                     "on a GPU this fails — create it with device=x.device")
+
+
+def _is_device_mismatch(error: str) -> bool:
+    low = error.lower()
+    return "device" in low and "meta" in low and "cpu" in low
+
+
+def _judge_meta(case: dict, r: dict) -> None:
+    """The ``meta`` case: no tensor of the CPU may meet the inputs' device (Python numbers and 0-dim CPU
+    tensors may: CUDA allows them too), and the output stays on the inputs' device. An error of another
+    kind (an op the value-less meta device lacks, e.g. ``.item()``) is not judged here."""
+    where = case["label"]
+    if r.get("error"):
+        if _is_device_mismatch(r["error"]):
+            fail(CPU_TENSOR_ON_GPU, inputs=where, detail=r["error"][:400],
+                 hint="pass device=x.device (and dtype=x.dtype) to torch.zeros / torch.full / torch.tensor / "
+                      "torch.arange, or use torch.zeros_like(x) or a plain Python number.")
+        return
+    if r.get("is_tensor") and torch.device(r["device"]).type != "meta":
+        fail("fixed_model(x, w) returns a tensor on another device than its input", inputs=where,
+             expected="a tensor on the inputs' device (meta)", got=f"a tensor on {r['device']}",
+             hint="do not move the result (.cpu(), .to('cpu')) and create new tensors with device=x.device.")
+
+
+FLOAT64_TOL = dict(rtol=1e-10, atol=1e-12)
+
+
+def _check_values(got, ref: torch.Tensor, dtype: torch.dtype, what: str, where: str, hint: str) -> None:
+    """Values against the float64 reference, in the input's dtype. Float64 math done in float64 agrees with
+    the reference to ~1e-15, so a float64 case allows 1e-10: a float32 constant (``torch.tensor(0.1)``) or a
+    float32 detour, off by ~1e-9, is told apart from a wrong formula and named."""
+    if dtype == torch.float64 and isinstance(got, torch.Tensor) and tuple(got.shape) == tuple(ref.shape):
+        check_close(got, ref.to(torch.float32), what, inputs=where, hint=hint)
+        diff = float((got.detach().double() - ref).abs().max()) if got.numel() else 0.0
+        check_true(torch.allclose(got.detach().double(), ref, **FLOAT64_TOL),
+                   f"{what} is only float32-accurate on float64 inputs", inputs=where,
+                   expected="agreement with the float64 reference to about 1e-10",
+                   got=f"a largest difference of {diff:.2g}",
+                   hint="some of the math ran in float32: a constant made with torch.tensor(0.1) or torch.full(..., 0.1) "
+                        "without dtype=x.dtype, or a .float() detour. Use a Python number or dtype=x.dtype.")
+        return
+    check_close(got, ref.to(dtype), what, inputs=where, hint=hint)
+
+
 def _judge_output(case: dict, r: dict) -> torch.Tensor:
     """Type, shape, dtype, device, values and requires_grad of the output: shared by both cells."""
     dtype, where = getattr(torch, case["dtype"]), case["label"]
@@ -467,8 +529,8 @@ def _judge_output(case: dict, r: dict) -> torch.Tensor:
         fail("fixed_model(x, w) is on the wrong device", inputs=where, expected=case["device"], got=r["device"],
              hint="create new tensors with device=x.device (or use torch.zeros_like/ones_like).")
     ref, _, _ = _reference(case)
-    check_close(out, ref.to(dtype), "fixed_model(x, w)", inputs=where,
-                hint="compute the same values as leaky_model: relu(x @ w + 0.1), sigmoid, then decode both halves.")
+    _check_values(out, ref, dtype, "fixed_model(x, w)", where,
+                  hint="compute the same values as leaky_model: relu(x @ w + 0.1), sigmoid, then decode both halves.")
     check_true(r["requires_grad"], "fixed_model(x, w) is cut off from autograd", inputs=where,
                expected="an output with requires_grad=True", got="requires_grad=False",
                hint="no torch.no_grad(), .detach() or .data: gradients must flow back to x and w.")
@@ -483,8 +545,11 @@ def _judge_output(case: dict, r: dict) -> torch.Tensor:
 class FixedModelForward(Check):
     """``fixed_model(x, w)``: leaves ``x`` (n, 3) and ``w`` (3, 4) requiring grad (n >= 1, any values),
     float64 / float32 on the CPU (float16 too), and on a GPU grader float32 / float16 on CUDA. Returns
-    an (n, 4) tensor of the input's dtype and device, equal to ``leaky_model``'s values, still in the
-    graph, through which backward works (the visible test: ``out.sum().backward()``)."""
+    an (n, 4) tensor of the input's dtype and device, equal to ``leaky_model``'s values (float64 inputs:
+    to float64 accuracy), still in the graph, through which backward works (the visible test:
+    ``out.sum().backward()``). Also on the ``meta`` device (float32, float16), the CPU grader's stand-in
+    for a GPU: no tensor made on the CPU may meet the inputs (Python numbers and 0-dim CPU tensors may, as
+    on CUDA), and the output stays on the inputs' device."""
     assignment, grade_id, function = ASSIGNMENT, "fixed_model_forward_tests", "fixed_model"
     probe_helpers = (_run_model,)
 
@@ -494,7 +559,8 @@ class FixedModelForward(Check):
             cases.append(_model_case(device, str(dtype).replace("torch.", ""), seed=3, upstream="ones"))
         cases += [_model_case("cpu", "float64", seed=4, n=1, upstream="ones"),
                   _model_case("cpu", "float32", seed=5, n=8, scale=3.0, upstream="ones"),
-                  _model_case("cpu", "float16", seed=6, n=5, upstream="ones")]
+                  _model_case("cpu", "float16", seed=6, n=5, upstream="ones"),
+                  _meta_case("float32", seed=10), _meta_case("float16", seed=11)]
         return cases
 
     @staticmethod
@@ -502,6 +568,8 @@ class FixedModelForward(Check):
         return _run_model(ns, case)
 
     def judge(self, case, r):
+        if case["device"] == "meta":
+            return _judge_meta(case, r)
         _judge_output(case, r)
 
 
@@ -509,7 +577,8 @@ class FixedModelGradients(Check):
     """``fixed_model(x, w)`` as above; additionally the gradients with respect to ``x`` and ``w`` for
     an upstream gradient that weighs every output differently must match the float64 reference
     (silent fixes — ``.data``, ``.detach()``, ``torch.no_grad()``, saved-tensor hooks — fail here), and
-    the forward pass must not write into any tensor autograd saved for backward."""
+    the forward pass must not write into any tensor autograd saved for backward. The ``meta`` case
+    (float64) as in the forward cell."""
     assignment, grade_id, function = ASSIGNMENT, "fixed_model_gradients_tests", "fixed_model"
     probe_helpers = (_run_model,)
 
@@ -520,7 +589,8 @@ class FixedModelGradients(Check):
                 cases.append(_model_case(device, str(dtype).replace("torch.", ""), seed=seed, saved_writes=True))
         cases += [_model_case("cpu", "float64", seed=7, n=1, saved_writes=True),
                   _model_case("cpu", "float64", seed=8, n=9, scale=2.5, saved_writes=True),
-                  _model_case("cpu", "float16", seed=9, n=5, saved_writes=True)]
+                  _model_case("cpu", "float16", seed=9, n=5, saved_writes=True),
+                  _meta_case("float64", seed=12)]
         return cases
 
     @staticmethod
@@ -528,6 +598,8 @@ class FixedModelGradients(Check):
         return _run_model(ns, case)
 
     def judge(self, case, r):
+        if case["device"] == "meta":
+            return _judge_meta(case, r)
         _judge_output(case, r)
         dtype, where = getattr(torch, case["dtype"]), case["label"]
         _, gx_ref, gw_ref = _reference(case)
@@ -536,11 +608,200 @@ class FixedModelGradients(Check):
         for name, g, g_ref in zip(("x", "w"), grads, (gx_ref, gw_ref)):
             check_true(g is not None, f"no gradient reaches {name}", inputs=where,
                        hint="every input must stay connected to the output (no .detach()).")
-            check_close(g, g_ref.to(dtype), f"gradient of fixed_model with respect to {name}", inputs=where,
-                        hint="forward values are right but the gradient is wrong: something hid a write from "
-                             "autograd (.data, a saved_tensors_hooks trick, .detach()). Compute each piece as a "
-                             "new tensor.")
+            _check_values(g, g_ref, dtype, f"gradient of fixed_model with respect to {name}", where,
+                          hint="forward values are right but the gradient is wrong: something hid a write from "
+                               "autograd (.data, a saved_tensors_hooks trick, .detach()). Compute each piece as a "
+                               "new tensor.")
         if r.get("saved_writes"):
             fail("fixed_model writes into a tensor autograd saved for backward", inputs=where,
                  detail=str(r["saved_writes"])[:800],
                  hint="compute each piece as a new tensor and join them with torch.cat.")
+
+
+# --------------------------------------------------------------------------- mutation testing
+
+from .mutation import Mutant, Target  # noqa: E402 - declared after the checks they exercise
+
+_CPU_ONLY = not torch.cuda.is_available()
+_IF_CPU_ONLY = ("on a CPU-only grader every case's device is the CPU, which is also DEVICE; "
+                "on a GPU grader the CUDA cases kill it")
+
+_CLASSIFY_MUTANTS = (
+    # the order of the rules
+    Mutant("contents tested before the version (a tracked write that changed values reads as untracked)",
+           '''    if old._version > old_version:
+        return "in-place"
+    if (old.untyped_storage().data_ptr() != old_ptr or old.shape != old_shape
+            or not torch.equal(old.detach(), old_values)):
+        return "untracked-write"
+''', '''    if (old.untyped_storage().data_ptr() != old_ptr or old.shape != old_shape
+            or not torch.equal(old.detach(), old_values)):
+        return "untracked-write"
+    if old._version > old_version:
+        return "in-place"
+'''),
+    Mutant("new-view tested before no-change (x itself counts as a view of its own storage)",
+           '''    if new is old:
+        return "no-change"
+    if new.untyped_storage().data_ptr() == old_ptr:
+        return "new-view"
+''', '''    if new.untyped_storage().data_ptr() == old_ptr:
+        return "new-view"
+    if new is old:
+        return "no-change"
+'''),
+    Mutant("version read on the tensor x names afterwards, not on x0", "if old._version > old_version",
+           "if new._version > old_version"),
+    Mutant("version compared with != instead of >", "if old._version > old_version",
+           "if old._version != old_version",
+           equivalent="a version counter never goes down, so 'changed' and 'went up' are the same test"),
+    Mutant("version compared with 0 instead of the version read before", "if old._version > old_version",
+           "if old._version > 0",
+           equivalent="make_x returns a fresh tensor, whose version is always 0 before the statement"),
+    # the storage witness
+    Mutant("x.data_ptr() (first element) compared instead of the storage's address",
+           "if new.untyped_storage().data_ptr() == old_ptr:", "if new.data_ptr() == old.data_ptr():"),
+    Mutant("new-view and new-tensor swapped (storage test negated)",
+           "if new.untyped_storage().data_ptr() == old_ptr:", "if new.untyped_storage().data_ptr() != old_ptr:"),
+    Mutant("old storage compared with the new tensor's storage instead of the address read before",
+           "old.untyped_storage().data_ptr() != old_ptr", "old.untyped_storage().data_ptr() != new.untyped_storage().data_ptr()"),
+    Mutant("storage move not detected (equal values on new memory)",
+           "old.untyped_storage().data_ptr() != old_ptr or ", ""),
+    # the contents witness
+    Mutant("values not compared", "\n            or not torch.equal(old.detach(), old_values)", ""),
+    Mutant("tolerant value comparison (allclose) instead of exact",
+           "not torch.equal(old.detach(), old_values)", "not torch.allclose(old.detach(), old_values)"),
+    Mutant("values compared in half precision", "not torch.equal(old.detach(), old_values)",
+           "not torch.equal(old.detach().half(), old_values.half())"),
+    Mutant("values compared on the new tensor, not on x0", "not torch.equal(old.detach(), old_values)",
+           "not torch.equal(new.detach(), old_values)"),
+    Mutant("values snapshot is an alias (detach without clone): writes behind autograd's back go unseen",
+           "old_values = x.detach().clone()", "old_values = x.detach()"),
+    Mutant("shape change not detected (values compared flattened, shape not compared)",
+           "old.shape != old_shape\n            or not torch.equal(old.detach(), old_values)",
+           "not torch.equal(old.detach().flatten(), old_values.flatten())"),
+    Mutant("shape not compared on its own", " or old.shape != old_shape", "",
+           equivalent="torch.equal is False for tensors of different shapes, so the value test already sees "
+                      "every shape change"),
+    # identity
+    Mutant("identity tested with torch.equal (same values) instead of `is`", "if new is old:",
+           "if torch.equal(new, old):"),
+    Mutant("identity tested with == instead of `is`", "if new is old:", "if bool(new == old):"),
+    Mutant("identity tested with id() (x0 kept alive)", "if new is old:", "if id(new) == id(old):",
+           equivalent="a reference to x0 is kept (old), so its id cannot be reused by the new object"),
+    Mutant("the name x read from the function's local, not from scope['x']", 'new = scope["x"]', "new = x"),
+    # arguments
+    Mutant("dtype argument ignored", "torch.float32 if dtype is None else dtype", "torch.float32"),
+    Mutant("default dtype float64 instead of float32", "torch.float32 if dtype is None", "torch.float64 if dtype is None"),
+    Mutant("default dtype float16 instead of float32", "torch.float32 if dtype is None", "torch.float16 if dtype is None"),
+    Mutant("device argument ignored", "DEVICE if device is None else device", "DEVICE",
+           equivalent=_IF_CPU_ONLY if _CPU_ONLY else ""),
+    Mutant("default device the CPU instead of DEVICE", "DEVICE if device is None", "'cpu' if device is None",
+           equivalent=_IF_CPU_ONLY if _CPU_ONLY else ""),
+    # categories
+    Mutant("category misspelt: 'inplace'", 'return "in-place"', 'return "inplace"'),
+    Mutant("category misspelt: 'untracked'", 'return "untracked-write"', 'return "untracked"'),
+    Mutant("category misspelt: 'new view'", 'return "new-view"', 'return "new view"'),
+    Mutant("category 'new-tensor' for an unchanged x", 'return "no-change"', 'return "new-tensor"'),
+    # state across calls
+    Mutant("result cached by statement across calls (device and dtype ignored)",
+           "def classify_update(statement, device=None, dtype=None):\n",
+           "_CACHE = {}\n"
+           "def classify_update(statement, device=None, dtype=None):\n"
+           "    if statement in _CACHE:\n"
+           "        return _CACHE[statement]\n"
+           "    _CACHE[statement] = _classify(statement, device, dtype)\n"
+           "    return _CACHE[statement]\n"
+           "def _classify(statement, device=None, dtype=None):\n"),
+    Mutant("result cached per (statement, device, dtype)",
+           "def classify_update(statement, device=None, dtype=None):\n",
+           "import functools\n@functools.lru_cache(maxsize=None)\n"
+           "def classify_update(statement, device=None, dtype=None):\n",
+           equivalent="the category is a function of the statement, device and dtype alone: every call "
+                      "measures a fresh make_x"),
+    Mutant("one tensor reused across calls (made once, not per call)",
+           "def classify_update(statement, device=None, dtype=None):\n"
+           "    x = make_x(DEVICE if device is None else device, torch.float32 if dtype is None else dtype)\n",
+           "_X = {}\n"
+           "def classify_update(statement, device=None, dtype=None):\n"
+           "    key = (str(DEVICE if device is None else device), torch.float32 if dtype is None else dtype)\n"
+           "    x = _X.setdefault(key, make_x(*key))\n"),
+)
+
+_MODEL_MUTANTS = (
+    Mutant("bias dropped", "x @ w + 0.1", "x @ w"),
+    Mutant("bias with the wrong sign", "x @ w + 0.1", "x @ w - 0.1"),
+    Mutant("bias added after the ReLU", "torch.relu(x @ w + 0.1)", "torch.relu(x @ w) + 0.1"),
+    Mutant("ReLU missing", "torch.relu(x @ w + 0.1)", "(x @ w + 0.1)"),
+    Mutant("ReLU and sigmoid swapped", "h = torch.relu(x @ w + 0.1)\n    y = h.sigmoid()",
+           "h = torch.sigmoid(x @ w + 0.1)\n    y = h.relu()"),
+    Mutant("leaky ReLU instead of ReLU", "torch.relu(", "torch.nn.functional.leaky_relu("),
+    Mutant("tanh instead of sigmoid", "y = h.sigmoid()", "y = h.tanh()"),
+    Mutant("wrong exponent (cube)", "** 2", "** 3"),
+    Mutant("exponent missing", "(y[:, 2:] * 2) ** 2", "(y[:, 2:] * 2)"),
+    Mutant("square of y, then times 2", "(y[:, 2:] * 2) ** 2", "y[:, 2:] ** 2 * 2"),
+    Mutant("wrong offset (+ 0.5)", "* 2 - 0.5", "* 2 + 0.5"),
+    Mutant("offset missing", "y[:, :2] * 2 - 0.5", "y[:, :2] * 2"),
+    Mutant("off-by-one column split (3 and 1)", "y[:, :2] * 2 - 0.5, (y[:, 2:]", "y[:, :3] * 2 - 0.5, (y[:, 3:]"),
+    Mutant("off-by-one column split (1 and 3)", "y[:, :2] * 2 - 0.5, (y[:, 2:]", "y[:, :1] * 2 - 0.5, (y[:, 1:]"),
+    Mutant("halves decoded the other way round", "y[:, :2] * 2 - 0.5, (y[:, 2:] * 2) ** 2",
+           "(y[:, :2] * 2) ** 2, y[:, 2:] * 2 - 0.5"),
+    Mutant("rows sliced instead of columns", "y[:, :2] * 2 - 0.5, (y[:, 2:]", "y[:2] * 2 - 0.5, (y[2:]"),
+    Mutant("wrong cat dimension", "dim=1)", "dim=0)"),
+    Mutant("cat on the last dimension", "dim=1)", "dim=-1)", equivalent="y is 2-D: dim -1 is dim 1"),
+    Mutant("sigmoid output detached", "y = h.sigmoid()", "y = h.sigmoid().detach()"),
+    Mutant("one decoded half detached", "(y[:, 2:] * 2) ** 2", "(y[:, 2:].detach() * 2) ** 2"),
+    Mutant("w detached", "x @ w", "x @ w.detach()"),
+    Mutant("the layer computed under torch.no_grad()", "    h = torch.relu(x @ w + 0.1)\n",
+           "    with torch.no_grad():\n        h = torch.relu(x @ w + 0.1)\n"),
+    Mutant("a decoded half read through .data", "(y[:, 2:] * 2) ** 2", "(y.data[:, 2:] * 2) ** 2"),
+    Mutant("output re-made a leaf (detach().requires_grad_())", "dim=1)", "dim=1).detach().requires_grad_()"),
+    Mutant("a float32 0-dim constant in float64 math", "x @ w + 0.1", "x @ w + torch.tensor(0.1)"),
+    Mutant("a float32 constant row in the bias (promotes float16, CPU-only)", "x @ w + 0.1",
+           "x @ w + torch.full((4,), 0.1)"),
+    Mutant("math done in float32 and cast back", "h = torch.relu(x @ w + 0.1)",
+           "h = torch.relu(x.float() @ w.float() + 0.1).to(x.dtype)"),
+    Mutant("result cast to float32", "dim=1)", "dim=1).float()"),
+    Mutant("bias tensor created on the CPU (no device=)", "x @ w + 0.1",
+           "x @ w + torch.full((1, 4), 0.1, dtype=x.dtype)"),
+    Mutant("decode weights created with torch.tensor on the CPU",
+           "return torch.cat([y[:, :2] * 2 - 0.5, (y[:, 2:] * 2) ** 2], dim=1)",
+           "first = torch.tensor([True, True, False, False])\n"
+           "    return torch.where(first, y * 2 - 0.5, (y * 2) ** 2)"),
+    Mutant("result moved to the CPU", "dim=1)", "dim=1).cpu()",
+           equivalent="on a CPU-only grader the inputs are on the CPU, so .cpu() hands back the same tensor (on the "
+                      "meta stand-in it fails like any copy out of meta, which a CPU round trip also does); on a GPU "
+                      "grader the CUDA cases' device check kills it" if _CPU_ONLY else ""),
+    Mutant("the saved sigmoid output written in place afterwards", "y = h.sigmoid()",
+           "y = h.sigmoid()\n    y.mul_(1)"),
+    Mutant("the decode written into the sigmoid output (the leak kept)",
+           "return torch.cat([y[:, :2] * 2 - 0.5, (y[:, 2:] * 2) ** 2], dim=1)",
+           "y[:, :2] = y[:, :2] * 2 - 0.5\n    y[:, 2:] = (y[:, 2:] * 2) ** 2\n    return y"),
+    # right answers written differently
+    Mutant("bias as a 0-dim tensor of the input's dtype, made on the CPU", "x @ w + 0.1",
+           "x @ w + torch.tensor(0.1, dtype=x.dtype)",
+           equivalent="a 0-dim CPU tensor is allowed next to tensors of any device (CUDA and meta alike) and "
+                      "has the input's dtype"),
+    Mutant("bias tensor made with device=x.device", "x @ w + 0.1",
+           "x @ w + torch.full((1, 4), 0.1, dtype=x.dtype, device=x.device)",
+           equivalent="the same values, on the input's device and dtype"),
+    Mutant("bias and ReLU in place on h (nothing saved h)", "h = torch.relu(x @ w + 0.1)",
+           "h = x @ w\n    h += 0.1\n    h.relu_()",
+           equivalent="the matrix product saved x and w, not h; relu_ writes before anything saves h"),
+    Mutant("clamp(min=0) for relu, torch.sigmoid for the method", "h = torch.relu(x @ w + 0.1)\n    y = h.sigmoid()",
+           "h = torch.clamp(x @ w + 0.1, min=0)\n    y = torch.sigmoid(h)", equivalent="the same functions"),
+    Mutant("square written as 4 * y ** 2", "(y[:, 2:] * 2) ** 2", "4 * y[:, 2:] ** 2",
+           equivalent="the same function; float rounding differs by far less than the tolerance"),
+    Mutant("the sigmoid output cloned and written into", "return torch.cat([y[:, :2] * 2 - 0.5, (y[:, 2:] * 2) ** 2], dim=1)",
+           "y = y.clone()\n    y[:, :2] = y[:, :2] * 2 - 0.5\n    y[:, 2:] = (y[:, 2:] * 2) ** 2\n    return y",
+           equivalent="the writes go into a copy nothing saved (clone saves nothing)"),
+)
+
+MUTANTS = {
+    "classify_update": Target(checks=("classify_update_rebind_vs_inplace_tests", "classify_update_new_view_tests",
+                                      "classify_update_no_change_tests",
+                                      "classify_update_untracked_and_version_tests"),
+                              mutants=_CLASSIFY_MUTANTS),
+    "fixed_model": Target(checks=("fixed_model_forward_tests", "fixed_model_gradients_tests"),
+                          mutants=_MODEL_MUTANTS),
+}
