@@ -39,6 +39,7 @@ ASSIGNMENT_MODULES = {
     "01_version_counter": "instructor.hidden.a01_version_counter",
     "02_names_and_storage": "instructor.hidden.a02_names_and_storage",
     "03_yolo_head": "instructor.hidden.a03_yolo_head",
+    "04_in_the_wild": "instructor.hidden.a04_in_the_wild",
 }
 
 __all__ = ["Check", "Verdict", "checks_for", "find_check", "probe_source", "judge_results",

@@ -1,0 +1,723 @@
+"""Assignment 4 (in-place in the wild): hidden checks, as probes (sandbox) and judges (grader).
+
+The references live here (never in the student package): the GAN step in the DCGAN order, the
+in-place decision made by experiment, the in-place sigmoid as an ``autograd.Function`` and the
+inference-tensor fix. Every truth is found out in the grader on the installed PyTorch: the GAN
+reference step runs in float64 on the CPU from the same (dtype-rounded) weights and batches, the
+in-place decision by running forward and backward with each activation in place, the saved bytes
+with ``saved_tensors_hooks``.
+"""
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+
+from autograder.checks import check_equal, check_true, fail, tolerances
+from autograder.runtime import test_configs
+from autograder.wild import build_model, d_loss, g_loss, make_gan, saved_bytes
+
+from . import Check
+from .a01_version_counter import from_backward, match_version_error
+try:
+    from .mutation import Mutant, Target
+except ImportError:  # mutation testing not installed in this checkout: the checks work without it
+    from collections import namedtuple
+
+    Mutant = lambda name, old, new, equivalent="", count=1: (name, old, new, equivalent, count)  # noqa: E731
+    Target = namedtuple("Target", "checks mutants")
+
+ASSIGNMENT = "04_in_the_wild"
+
+
+def _dname(dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _close(actual, expected64, dtype, what, inputs, hint="", scale=1.0):
+    """``actual`` (any dtype) against a float64 ``expected64``, tolerances of ``dtype``."""
+    if not isinstance(actual, torch.Tensor):
+        fail(f"{what} is missing", inputs=inputs, expected=f"a tensor of shape {tuple(expected64.shape)}",
+             got=repr(actual)[:100], hint=hint)
+    if tuple(actual.shape) != tuple(expected64.shape):
+        fail(f"{what} has the wrong shape", inputs=inputs, expected=str(tuple(expected64.shape)),
+             got=str(tuple(actual.shape)), hint=hint)
+    tol = tolerances(dtype)
+    a = actual.detach().to("cpu", torch.float64)
+    atol = tol["atol"] * max(1.0, scale)
+    bad = (a - expected64).abs() > atol + tol["rtol"] * expected64.abs()
+    if bool(bad.any()) or not bool(torch.isfinite(a).all()):
+        i = int((a - expected64).abs().nan_to_num(float("inf")).flatten().argmax())
+        fail(f"{what} has wrong values", inputs=inputs,
+             expected=f"{float(expected64.flatten()[i]):.6g} (element {i})",
+             got=f"{float(a.flatten()[i]):.6g} (element {i}; {int(bad.sum())} of {a.numel()} wrong)", hint=hint)
+
+
+def _raised(r, what, inputs, hint):
+    if isinstance(r, dict) and "raised" in r:
+        e = r["raised"]
+        fail(f"{what} raised {e['type']}", inputs=inputs, detail=e["message"][:500], hint=hint)
+
+
+# =========================================================================== 1. the GAN step
+
+
+def reference_train_step(G, D, opt_g, opt_d, real, z):
+    """The DCGAN order: D's step on real and detached fakes, then G's step through the *updated* D."""
+    fake = G(z)
+    opt_d.zero_grad()
+    loss_d = d_loss(D(real), D(fake.detach()))
+    loss_d.backward()
+    opt_d.step()
+    opt_g.zero_grad()
+    loss_g = g_loss(D(fake))
+    loss_g.backward()
+    opt_g.step()
+    return loss_d.item(), loss_g.item()
+
+
+def wrong_order_error(seed: int = 0):
+    """The error of the wrong loop (D's step before G's backward through the same D output), here."""
+    from autograder.wild import make_optimizers, ring_data
+
+    G, D = make_gan(seed)
+    opt_g, opt_d = make_optimizers(G, D)
+    real, z = ring_data(64, seed=1), torch.randn(64, 2, generator=torch.Generator().manual_seed(2))
+    d_fake = D(G(z))
+    loss_d, loss_g = d_loss(D(real), d_fake), g_loss(d_fake)
+    opt_d.zero_grad()
+    loss_d.backward(retain_graph=True)
+    opt_d.step()
+    opt_g.zero_grad()
+    try:
+        loss_g.backward()
+    except RuntimeError as err:
+        return err
+    raise AssertionError("the wrong GAN loop did not fail: the experiment is broken")
+
+
+class ReproduceGanError(Check):
+    """``reproduce_gan_error()``: no input. Must return the RuntimeError raised by autograd's backward
+    in the wrong loop: the version-counter message (any "which is output" part or none, any node name)
+    whose tensor has the shape of the transpose of ``make_gan(seed=0)``'s last discriminator weight
+    (measured here on the same loop: the first saved tensor G's backward meets in D) and whose version
+    is exactly one past the saved one (one optimizer step in between)."""
+    assignment, grade_id, function = ASSIGNMENT, "reproduce_gan_error_tests", "reproduce_gan_error"
+
+    def cases(self):
+        return [{"label": "reproduce_gan_error()"}]
+
+    @staticmethod
+    def probe(ns, case):
+        import traceback
+
+        err = student(ns, "reproduce_gan_error")()
+        r = {"type": type(err).__name__, "is_runtime_error": isinstance(err, RuntimeError)}
+        if isinstance(err, BaseException):
+            r["message"] = str(err)
+            r["frames"] = [[f.filename, f.name] for f in traceback.extract_tb(err.__traceback__)]
+        return r
+
+    def judge(self, case, r):
+        what = "reproduce_gan_error()"
+        check_true(r["is_runtime_error"], f"{what} has the wrong type", expected="RuntimeError", got=r["type"],
+                   hint="catch it with `except RuntimeError as err:` and `return err` (return, not raise).")
+        fields = match_version_error(r["message"])
+        check_true(fields is not None, f"{what} is not the version-counter error", got=r["message"][:300],
+                   expected="'... modified by an inplace operation: [...] ... is at version N; expected version N-1'",
+                   hint="step D's optimizer after loss_d.backward(retain_graph=True), then call loss_g.backward() "
+                        "on the loss built from the same D output.")
+        check_true(from_backward(r.get("frames", [])), f"{what} did not come out of autograd's backward",
+                   hint="return the exception that loss_g.backward() raised, not one you built yourself.")
+        truth = match_version_error(wrong_order_error())
+        check_true(fields["shape"] == truth["shape"], "the tensor in the message is not D's last weight",
+                   expected=f"{list(truth['shape'])}: the transpose of D's last weight, the first tensor G's backward "
+                            "needs on its way through D",
+                   got=str(list(fields["shape"])),
+                   hint="use make_gan(seed=0) and make D's optimizer step before G's backward through D.")
+        check_true(fields["version_now"] == fields["version_saved"] + 1, "the versions are not N and N-1",
+                   expected="is at version N; expected version N-1 (one opt_d.step() in between)",
+                   got=f"is at version {fields['version_now']}; expected version {fields['version_saved']}",
+                   hint="exactly one opt_d.step() between the forward pass and loss_g.backward().")
+
+
+class TrainStep(Check):
+    """``train_step(G, D, opt_g, opt_d, real, z)``: ``G``, ``D`` from ``make_gan`` (any seed, latent
+    1-4, hidden 4-32), in float64/float32 on the CPU and float32/float16 on a GPU; ``opt_g``/``opt_d``
+    SGD over each network's parameters (any lr); ``real`` (n, 2) and ``z`` (n, latent), n 1-64, on
+    the same device and dtype. Called twice in a row (repeated calls). The DCGAN order: one D step
+    on real (label 1) and detached fakes (label 0), then one G step with label 1 through the updated
+    D; returns ``(loss_d, loss_g)`` as numbers. The probe's optimizers record the gradients they see
+    at each ``step()``; the judge replays the reference step in float64."""
+    assignment, grade_id, function = ASSIGNMENT, "train_step_tests", "train_step"
+
+    SETUPS = [  # (seed, latent, hidden, batch, lr)
+        (0, 2, 16, 64, 0.1), (3, 2, 16, 1, 0.5), (7, 3, 8, 17, 0.05), (11, 1, 4, 5, 1.0), (5, 4, 32, 32, 0.2)]
+
+    def cases(self):
+        cases, seed = [], 400
+        for device, dtype in test_configs():
+            for gseed, latent, hidden, n, lr in self.SETUPS:
+                seed += 1
+                g = torch.Generator().manual_seed(seed)
+                reals = [torch.randn(n, 2, generator=g, dtype=torch.float64) * 1.5 for _ in range(2)]
+                zs = [torch.randn(n, latent, generator=g, dtype=torch.float64) for _ in range(2)]
+                dt = _dname(dtype)
+                cases.append({"seed": gseed, "latent": latent, "hidden": hidden, "lr": lr, "reals": reals,
+                              "zs": zs, "device": str(device), "dtype": dt,
+                              "label": f"make_gan(seed={gseed}, latent={latent}, hidden={hidden}) in {dt} on "
+                                       f"{device.type}, batch {n}, SGD lr={lr}, two calls in a row"})
+        return cases
+
+    @staticmethod
+    def probe(ns, case):
+        from autograder.wild import make_gan
+
+        step = student(ns, "train_step")
+        device, dtype = torch.device(case["device"]), getattr(torch, case["dtype"])
+        G, D = make_gan(case["seed"], latent=case["latent"], hidden=case["hidden"], dtype=torch.float64)
+        G, D = G.to(device, dtype), D.to(device, dtype)
+        log = []
+
+        class Recording(torch.optim.SGD):
+            def __init__(self, params, who):
+                self.who, self.watched = who, list(params)
+                super().__init__(self.watched, lr=case["lr"])
+
+            def step(self, closure=None):
+                log.append({"who": self.who, "grads": [None if p.grad is None else p.grad.detach().clone()
+                                                        for p in self.watched]})
+                return super().step(closure)
+
+        opt_g, opt_d = Recording(G.parameters(), "g"), Recording(D.parameters(), "d")
+        returned = []
+        for real, z in zip(case["reals"], case["zs"]):
+            out = step(G, D, opt_g, opt_d, real.to(device, dtype), z.to(device, dtype))
+            try:
+                returned.append([float(v) for v in out])
+            except Exception:  # noqa: BLE001 - reported as data
+                returned.append(type(out).__name__)
+            log.append({"who": "end of call"})
+        return {"log": log, "returned": returned, "G": [p.detach() for p in G.parameters()],
+                "D": [p.detach() for p in D.parameters()]}
+
+    def reference(self, case):
+        dtype = getattr(torch, case["dtype"])
+        G, D = make_gan(case["seed"], latent=case["latent"], hidden=case["hidden"], dtype=torch.float64)
+        with torch.no_grad():
+            for p in list(G.parameters()) + list(D.parameters()):
+                p.copy_(p.to(dtype).double())
+        log = []
+        opt_g = torch.optim.SGD(G.parameters(), lr=case["lr"])
+        opt_d = torch.optim.SGD(D.parameters(), lr=case["lr"])
+        losses = []
+        for real, z in zip(case["reals"], case["zs"]):
+            real, z = real.to(dtype).double(), z.to(dtype).double()
+            fake = G(z)
+            opt_d.zero_grad()
+            loss_d = d_loss(D(real), D(fake.detach()))
+            loss_d.backward()
+            log.append({"who": "d", "grads": [p.grad.clone() for p in D.parameters()]})
+            opt_d.step()
+            opt_g.zero_grad()
+            loss_g = g_loss(D(fake))
+            loss_g.backward()
+            log.append({"who": "g", "grads": [p.grad.clone() for p in G.parameters()]})
+            opt_g.step()
+            losses.append([loss_d.item(), loss_g.item()])
+            log.append({"who": "end of call"})
+        return log, losses, [p.detach() for p in G.parameters()], [p.detach() for p in D.parameters()]
+
+    def judge(self, case, r):
+        dtype = getattr(torch, case["dtype"])
+        where = case["label"]
+        ref_log, ref_losses, ref_g, ref_d = self.reference(case)
+        got_order = [e["who"] for e in r["log"]]
+        want_order = [e["who"] for e in ref_log]
+        names = {"d": "opt_d.step()", "g": "opt_g.step()", "end of call": "| return"}
+        check_true(got_order == want_order, "the optimizers did not step in the expected order", inputs=where,
+                   expected=" ".join(names[w] for w in want_order),
+                   got=" ".join(names.get(w, w) for w in got_order),
+                   hint="one opt_d.step(), then one opt_g.step(), per call: D first, then G against the updated D.")
+        net = {"d": "D", "g": "G"}
+        for k, (got, want) in enumerate(zip(r["log"], ref_log)):
+            if want["who"] == "end of call":
+                continue
+            call = 1 + sum(e["who"] == "end of call" for e in ref_log[:k])
+            who = net[want["who"]]
+            for j, (gg, gw) in enumerate(zip(got["grads"], want["grads"])):
+                if gg is None:
+                    fail(f"no gradient reached {who} at its optimizer step (call {call}, parameter {j})",
+                         inputs=where, expected=f"{who}'s gradient of its loss", got="p.grad is None",
+                         hint="G's loss must flow from D's output back into G: no fake.detach(), .data or "
+                              "torch.no_grad() on the path from G(z) to D(fake) in the G step."
+                         if who == "G" else "call loss_d.backward() before opt_d.step().")
+                _close(gg, gw, dtype, f"the gradient {who} steps with (call {call}, parameter {j})", where,
+                       scale=float(gw.abs().max()),
+                       hint="D's gradient: loss_d only (real=1, fake.detach()=0), zeroed before; G's gradient: "
+                            "loss_g = BCE(D(fake), 1) through the D *after* its step, zeroed before. A stale graph "
+                            "(retain_graph=True), .data writes or a gradient left over from the other loss all "
+                            "change these numbers without any error."
+                       if who == "D" else
+                            "G's gradient: opt_g.zero_grad(), then loss_g = BCE(D(fake), 1) with a NEW forward "
+                            "pass D(fake) after opt_d.step(), then loss_g.backward(). A stale graph "
+                            "(retain_graph=True) or .data writes change it without any error.")
+        for name, got, want in (("G", r["G"], ref_g), ("D", r["D"], ref_d)):
+            for j, (pg, pw) in enumerate(zip(got, want)):
+                _close(pg, pw, dtype, f"{name}'s parameter {j} after two calls", where,
+                       hint="exactly one SGD step of each optimizer per call, with the gradients above.")
+        for k, (got, want) in enumerate(zip(r["returned"], ref_losses)):
+            check_true(isinstance(got, list) and len(got) == 2, f"train_step's return value (call {k + 1})",
+                       inputs=where, expected="(loss_d, loss_g): two numbers", got=repr(got)[:100],
+                       hint="return loss_d.item(), loss_g.item().")
+            _close(torch.tensor(got, dtype=torch.float64), torch.tensor(want, dtype=torch.float64), dtype,
+                   f"(loss_d, loss_g) returned by call {k + 1}", where,
+                   hint="loss_d before D's step; loss_g computed with the updated D.")
+
+
+# =========================================================================== 2. inplace=True layers
+
+
+def set_inplace(model: nn.Module, flags) -> nn.Module:
+    for m, f in zip(model, flags):
+        if hasattr(m, "inplace"):
+            m.inplace = bool(f)
+    return model
+
+
+def gradients(model, x, w):
+    """Gradients of ``(model(x) * w).sum()`` w.r.t. every parameter and ``x`` (a fresh leaf)."""
+    leaf = x.detach().clone().requires_grad_()
+    model.zero_grad(set_to_none=True)
+    (model(leaf) * w).sum().backward()
+    return [p.grad.clone() for p in model.parameters()] + [leaf.grad.clone()]
+
+
+def reference_safe_inplace(model):
+    """On a float64 copy, left to right: put each activation in place, keep it if backward still runs
+    and the gradients are those of the all-out-of-place model (earlier decisions kept); then copy the
+    decisions onto ``model``."""
+    trial = copy.deepcopy(model).to("cpu", torch.float64)
+    for m in trial:
+        if hasattr(m, "inplace"):
+            m.inplace = False
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, trial[0].in_features, generator=g, dtype=torch.float64)
+    w = torch.randn(4, trial(x).shape[-1], generator=g, dtype=torch.float64)
+    ref = gradients(trial, x, w)
+    for m in trial:
+        if hasattr(m, "inplace"):
+            m.inplace = True
+            try:
+                ok = all(torch.allclose(a, b) for a, b in zip(gradients(trial, x, w), ref))
+            except RuntimeError:
+                ok = False
+            m.inplace = ok
+    for m, decided in zip(model, trial):
+        if hasattr(m, "inplace"):
+            m.inplace = decided.inplace
+    return model
+
+
+class SafeInplace(Check):
+    """``safe_inplace(model)``: ``model`` an ``nn.Sequential`` from ``build_model`` (first module a
+    Linear; then Linears, LayerNorms, Tanh, Sigmoid and the activations that take ``inplace=``,
+    in any order, repeated ones too), its activations in place or not as handed over; float64/float32
+    on the CPU, float32/float16 on a GPU. Returns an ``nn.Sequential`` of the same modules with exactly
+    the activations that pass the left-to-right experiment in place. The truth is that experiment,
+    run here in float64; the returned model's backward and gradients (random upstream weights) are
+    checked against the all-out-of-place model, and its saved bytes against it."""
+    assignment, grade_id, function = ASSIGNMENT, "safe_inplace_tests", "safe_inplace"
+
+    SPECS = [  # (spec, preset flags: None = all out of place)
+        (["linear", "relu", "linear", "sigmoid", "relu", "linear"], None),           # the visible test's
+        (["linear", "leaky_relu", "relu", "linear"], None),                           # keep earlier decisions
+        (["linear", "tanh", "elu", "linear", "elu", "linear"], None),
+        (["linear", "relu", "relu", "linear"], "all"),                               # handed over in place
+        (["linear", "layernorm", "leaky_relu", "linear", "sigmoid", "hardtanh", "linear"], "all"),
+        (["linear", "silu", "linear", "mish", "linear", "hardswish", "linear"], None),
+        (["linear", "selu", "celu", "linear", "relu6", "tanh", "leaky_relu", "linear"], "all"),
+        (["linear", "sigmoid", "elu", "leaky_relu", "linear", "relu"], None),
+    ]
+
+    def cases(self):
+        cases, seed = [], 500
+        for device, dtype in test_configs():
+            for k, (spec, preset) in enumerate(self.SPECS):
+                seed += 1
+                in_f, width = (8, 16) if k % 2 == 0 else (5, 12)
+                g = torch.Generator().manual_seed(seed)
+                x = torch.randn(6, in_f, generator=g, dtype=torch.float64)
+                w = torch.randn(6, width, generator=g, dtype=torch.float64)
+                flags = [preset == "all"] * len(spec)
+                dt = _dname(dtype)
+                cases.append({"spec": spec, "in_features": in_f, "width": width, "seed": seed, "preset": flags,
+                              "x": x, "w": w, "device": str(device), "dtype": dt,
+                              "label": f"build_model({spec}) in {dt} on {device.type}"
+                                       + (", handed over with every activation in place" if preset else "")})
+        return cases
+
+    @staticmethod
+    def probe(ns, case):
+        from autograder.wild import build_model
+
+        device, dtype = torch.device(case["device"]), getattr(torch, case["dtype"])
+        model = build_model(case["spec"], case["in_features"], case["width"], case["seed"], dtype=dtype,
+                            device=device)
+        for m, f in zip(model, case["preset"]):
+            if hasattr(m, "inplace"):
+                m.inplace = f
+        out = student(ns, "safe_inplace")(model)
+        if not isinstance(out, torch.nn.Sequential):
+            return {"type": type(out).__name__}
+        r = {"type": "Sequential", "modules": [type(m).__name__ for m in out],
+             "flags": [getattr(m, "inplace", None) for m in out]}
+        x = case["x"].to(device, dtype).requires_grad_()
+        try:
+            out.zero_grad(set_to_none=True)
+            (out(x) * case["w"].to(device, dtype)).sum().backward()
+            r["grads"] = [p.grad for p in out.parameters()] + [x.grad]
+        except Exception as err:  # noqa: BLE001 - reported as data
+            r["backward_error"] = f"{type(err).__name__}: {str(err)[:300]}"
+        return r
+
+    def judge(self, case, r):
+        dtype = getattr(torch, case["dtype"])
+        where = case["label"]
+        what = "safe_inplace(model)"
+        check_true(r["type"] == "Sequential", f"{what} has the wrong type", inputs=where,
+                   expected="the nn.Sequential (the same one, changed, or a copy)", got=r["type"],
+                   hint="end with `return model`.")
+        model = build_model(case["spec"], case["in_features"], case["width"], case["seed"], dtype=torch.float64)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(p.to(dtype).double())
+        names = [type(m).__name__ for m in model]
+        check_equal(r["modules"], names, f"the modules of {what}", inputs=where,
+                    hint="keep every module; only change the activations' .inplace attribute.")
+        truth = [getattr(m, "inplace", None) for m in reference_safe_inplace(copy.deepcopy(model))]
+        x, w = case["x"].to(dtype).double(), case["w"].to(dtype).double()
+        if "backward_error" in r:
+            bad = [f"{k} ({names[k]})" for k, (f, t) in enumerate(zip(r["flags"], truth)) if f and not t]
+            fail(f"backward through the model {what} returned failed", inputs=where, detail=r["backward_error"],
+                 expected="backward runs", hint=f"these activations may not run in place: {', '.join(bad) or '?'}; "
+                                                "an in-place activation must not overwrite a tensor another "
+                                                "layer saved for backward (Tanh and Sigmoid save their output).")
+        ref_grads = gradients(set_inplace(copy.deepcopy(model), [False] * len(names)), x, w)
+        for j, (gg, gw) in enumerate(zip(r["grads"], ref_grads)):
+            label = f"parameter {j}" if j < len(ref_grads) - 1 else "the input x"
+            _close(gg, gw, dtype, f"the gradient of {label} through {what}'s result", where,
+                   scale=float(gw.abs().max()),
+                   hint="in place must not change the gradient: compare with the all-out-of-place model.")
+        if r["flags"] != truth:
+            base = saved_bytes(set_inplace(copy.deepcopy(model), [False] * len(names)), x)
+            mine = saved_bytes(set_inplace(copy.deepcopy(model), [bool(f) for f in r["flags"]]), x)
+            best = saved_bytes(set_inplace(copy.deepcopy(model), [bool(f) for f in truth]), x)
+            fmt = lambda fl: [k for k, f in enumerate(fl) if f]  # noqa: E731
+            fail(f"{what} put the wrong activations in place", inputs=where,
+                 expected=f"in place: modules {fmt(truth)} (saved for backward: {best} bytes, all out of place: "
+                          f"{base} bytes, in float64)",
+                 got=f"in place: modules {fmt(r['flags'])} ({mine} bytes)",
+                 hint="reset every activation to out of place first; then, left to right, put one in place and "
+                      "keep it only if backward runs and every gradient equals the out-of-place model's "
+                      "(keep the earlier decisions while you test the next).")
+
+
+# =========================================================================== 3. a custom Function
+
+
+class ReferenceSigmoidInPlace(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.sigmoid_()
+        ctx.mark_dirty(x)
+        ctx.save_for_backward(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * y * (1 - y)
+
+
+#: Functions of ``t`` built on the student's Function ``Fn``, as source text: the gradient must be
+#: right for the result *and* for every later use of the tensor written in place.
+COMPOSITIONS = [
+    ("lambda t: Fn.apply(t.clone())", "Fn.apply(t.clone())"),
+    ("lambda t: (lambda h: Fn.apply(h) + h)(t * 2)", "h = t * 2; Fn.apply(h) + h (h used after the call)"),
+    ("lambda t: (lambda h: Fn.apply(h) * h.exp())(t - 1)", "h = t - 1; Fn.apply(h) * h.exp()"),
+    ("lambda t: (lambda h: (Fn.apply(h[:, 1:3]), h)[1])(t * 1)", "h = t * 1; Fn.apply(h[:, 1:3]); h (a view)"),
+    ("lambda t: Fn.apply(t.clone()).pow(3).cumsum(-1)", "Fn.apply(t.clone()).pow(3).cumsum(-1)"),
+]
+
+
+def build_composition(source: str, fn):
+    return eval(source, {"torch": torch, "Fn": fn})  # noqa: S307 - the grader's own text
+
+
+class SigmoidInPlace(Check):
+    """``SigmoidInPlace``: an ``autograd.Function`` whose ``apply(x)`` overwrites ``x`` (a non-leaf, or a
+    view of one, any shape) with ``sigmoid(x)`` and returns it, with the gradient right for the result
+    and for every later use of ``x``; on a leaf that requires grad it must raise (PyTorch's leaf rule).
+    Gradients are checked on compositions in float64 (``torch.autograd.gradcheck`` in the probe, and the
+    Jacobian against the reference's, computed here), values and in-place-ness on every
+    ``test_configs()`` pair."""
+    assignment, grade_id, function = ASSIGNMENT, "sigmoid_inplace_tests", "SigmoidInPlace"
+
+    def cases(self):
+        cases, g = [], torch.Generator().manual_seed(600)
+        for src, about in COMPOSITIONS:
+            cases.append({"kind": "gradcheck", "source": src, "x": torch.randn(3, 4, generator=g, dtype=torch.float64),
+                          "label": f"gradcheck in float64 of {about}"})
+        for device, dtype in test_configs():
+            for shape in [(5,), (2, 3, 4)]:
+                dt = _dname(dtype)
+                cases.append({"kind": "inplace", "x": torch.randn(*shape, generator=g, dtype=torch.float64) * 3,
+                              "w": torch.randn(*shape, generator=g, dtype=torch.float64), "device": str(device),
+                              "dtype": dt, "label": f"h = x * 1 ({dt} {shape} on {device.type}); y = "
+                                                    "SigmoidInPlace.apply(h); (y * w).sum().backward()"})
+        cases.append({"kind": "leaf", "x": torch.randn(4, generator=g, dtype=torch.float64),
+                      "label": "SigmoidInPlace.apply(leaf) on a leaf that requires grad"})
+        return cases
+
+    @staticmethod
+    def probe(ns, case):
+        Fn = student(ns, "SigmoidInPlace")
+        if case["kind"] == "gradcheck":
+            f = eval(case["source"], {"torch": torch, "Fn": Fn})
+            x = case["x"].clone().requires_grad_()
+            r = {"values": f(x).detach()}
+            r["jacobian"] = torch.autograd.functional.jacobian(f, case["x"].clone())
+            r["gradcheck"] = bool(torch.autograd.gradcheck(f, (x,), raise_exception=False))
+            return r
+        if case["kind"] == "leaf":
+            leaf = case["x"].clone().requires_grad_()
+            try:
+                Fn.apply(leaf)
+            except RuntimeError as err:
+                return {"raised": str(err)[:300]}
+            return {"raised": None}
+        device, dtype = torch.device(case["device"]), getattr(torch, case["dtype"])
+        x = case["x"].to(device, dtype).requires_grad_()
+        h = x * 1
+        before = h._version
+        y = Fn.apply(h)
+        r = {"same_object": y is h, "same_memory": isinstance(y, torch.Tensor) and y.data_ptr() == h.data_ptr(),
+             "version_bumped": h._version > before, "h": h.detach(), "y": y.detach() if isinstance(y, torch.Tensor)
+             else None}
+        (y * case["w"].to(device, dtype)).sum().backward()
+        r["grad"] = x.grad
+        return r
+
+    def judge(self, case, r):
+        where = case["label"]
+        if case["kind"] == "gradcheck":
+            f = build_composition(case["source"], ReferenceSigmoidInPlace)
+            x = case["x"].clone()
+            _close(r["values"], f(x.clone()).detach(), torch.float64, "the values of the composition", where,
+                   hint="forward: x.sigmoid_() (in place), then return x.")
+            jac = torch.autograd.functional.jacobian(f, x.clone())
+            _close(r["jacobian"], jac, torch.float64, "the Jacobian autograd computes through SigmoidInPlace",
+                   where, hint="ctx.mark_dirty(x) tells autograd x was overwritten: without it any later use of x "
+                               "(h + y, h.exp(), a view's base) gets a silently wrong gradient. Backward: "
+                               "grad * y * (1 - y) with y the saved output.")
+            check_true(r["gradcheck"], "torch.autograd.gradcheck fails", inputs=where,
+                       hint="compare backward's formula with finite differences: d sigmoid = y * (1 - y).")
+            return
+        if case["kind"] == "leaf":
+            check_true(r["raised"] is not None and "leaf" in r["raised"],
+                       "SigmoidInPlace.apply on a leaf that requires grad did not raise", inputs=where,
+                       expected="RuntimeError: a leaf Variable that requires grad ... in-place operation",
+                       got=repr(r["raised"]),
+                       hint="ctx.mark_dirty(x) makes PyTorch apply its leaf rule; without it the leaf is "
+                            "overwritten silently.")
+            return
+        dtype = getattr(torch, case["dtype"])
+        x = case["x"].to(dtype).double()
+        check_true(r["same_object"] and r["same_memory"] and r["version_bumped"],
+                   "SigmoidInPlace.apply(h) did not work in place", inputs=where,
+                   expected="y is h, h's memory overwritten, h._version bumped",
+                   got=f"y is h: {r['same_object']}, same memory: {r['same_memory']}, version bumped: "
+                       f"{r['version_bumped']}",
+                   hint="forward: x.sigmoid_(); ctx.mark_dirty(x); return x (the same tensor).")
+        _close(r["h"], x.sigmoid(), dtype, "h after SigmoidInPlace.apply(h)", where, hint="sigmoid_ in place.")
+        w = case["w"].to(dtype).double()
+        s = x.sigmoid()
+        _close(r["grad"], w * s * (1 - s), dtype, "the gradient through SigmoidInPlace", where,
+               hint="backward: grad * y * (1 - y), with y saved by ctx.save_for_backward after the write.")
+
+
+# =========================================================================== 4. inference_mode
+
+
+def reference_to_autograd(t):
+    return t.clone()
+
+
+class ToAutograd(Check):
+    """``to_autograd(t)``: ``t`` an inference tensor (made under ``torch.inference_mode()``), any
+    shape (0-dim and non-contiguous too), float64/float32 on the CPU, float32/float16 on a GPU;
+    called outside inference mode. Returns a normal tensor (not an inference tensor, not requiring
+    grad) with ``t``'s values, dtype and device, that autograd can save and that can be written in
+    place; ``t`` stays unchanged."""
+    assignment, grade_id, function = ASSIGNMENT, "to_autograd_tests", "to_autograd"
+
+    def cases(self):
+        cases, g = [], torch.Generator().manual_seed(700)
+        for device, dtype in test_configs():
+            for shape, transpose in [((3,), False), ((), False), ((4, 5), True), ((2, 3, 4), False)]:
+                dt = _dname(dtype)
+                cases.append({"x": torch.randn(shape, generator=g, dtype=torch.float64),
+                              "w": torch.randn(shape, generator=g, dtype=torch.float64), "transpose": transpose,
+                              "device": str(device), "dtype": dt,
+                              "label": f"an inference tensor {dt} {shape}{' transposed' if transpose else ''} "
+                                       f"on {device.type}"})
+        return cases
+
+    @staticmethod
+    def probe(ns, case):
+        device, dtype = torch.device(case["device"]), getattr(torch, case["dtype"])
+        with torch.inference_mode():
+            t = case["x"].to(device, dtype) * 1
+            if case["transpose"]:
+                t = t.t()
+        out = student(ns, "to_autograd")(t)
+        if not isinstance(out, torch.Tensor):
+            return {"type": type(out).__name__}
+        r = {"type": "Tensor", "is_inference": out.is_inference(), "requires_grad": out.requires_grad,
+             "dtype": str(out.dtype), "device": out.device.type, "values": out.detach().clone(), "t_after": t.clone()}
+        w = case["w"].to(device, dtype)
+        if case["transpose"]:
+            w = w.t()
+        leaf = w.clone().requires_grad_()
+        try:
+            (leaf.exp() * out).sum().backward()
+            r["grad"] = leaf.grad
+        except Exception as err:  # noqa: BLE001 - reported as data
+            r["saved_error"] = str(err)[:300]
+        try:
+            out.add_(1)
+            r["inplace_ok"] = True
+        except Exception as err:  # noqa: BLE001
+            r["inplace_error"] = str(err)[:300]
+        r["t_after_write"] = t.clone()
+        return r
+
+    def judge(self, case, r):
+        dtype = getattr(torch, case["dtype"])
+        where = case["label"]
+        what = "to_autograd(t)"
+        check_true(r["type"] == "Tensor", f"{what} has the wrong type", inputs=where, expected="Tensor",
+                   got=r["type"], hint="return a tensor.")
+        x = case["x"].to(dtype).double()
+        w = case["w"].to(dtype).double()
+        if case["transpose"]:
+            x, w = x.t(), w.t()
+        dev = case["device"].split(":")[0]
+        check_true(r["dtype"] == str(dtype) and r["device"] == dev, f"{what} changed the dtype or device",
+                   inputs=where, expected=f"{dtype} on {dev}", got=f"{r['dtype']} on {r['device']}",
+                   hint="t.clone() keeps both.")
+        check_true(not r["is_inference"], f"{what} is still an inference tensor", inputs=where,
+                   expected="out.is_inference() == False", got="True",
+                   hint="t.detach() and views of t are inference tensors too; make a copy OUTSIDE "
+                        "torch.inference_mode(): t.clone().")
+        check_true(not r["requires_grad"], f"{what} requires grad", inputs=where, expected="requires_grad False",
+                   got="True", hint="return a plain copy; the caller decides about gradients.")
+        _close(r["values"], x, dtype, f"the values of {what}", where, hint="same values as t.")
+        check_true("saved_error" not in r, f"autograd cannot save {what}", inputs=where,
+                   detail=r.get("saved_error", ""), hint="return a normal tensor: t.clone() outside inference mode.")
+        _close(r["grad"], w.exp() * x, dtype, "the gradient through w.exp() * to_autograd(t)", where,
+               hint="return a plain copy of t's values.")
+        check_true(r.get("inplace_ok", False), f"{what} cannot be written in place", inputs=where,
+                   detail=r.get("inplace_error", ""), hint="return a normal tensor that does not require grad.")
+        _close(r["t_after"], x, dtype, "t after to_autograd(t)", where, hint="leave t unchanged.")
+        _close(r["t_after_write"], x, dtype, "t after writing into to_autograd(t)'s result", where,
+               hint="return a copy, not a tensor sharing t's memory.")
+
+
+# =========================================================================== mutants
+
+MUTANTS = {
+    "reproduce_gan_error": Target(checks=("reproduce_gan_error_tests",), mutants=(
+        Mutant("no retain_graph: the other error", "loss_d.backward(retain_graph=True)", "loss_d.backward()"),
+        Mutant("an exception built by hand", "return err", "return RuntimeError(str(err))"),
+        Mutant("no D step: no error at all", "    opt_d.step()\n", "    pass\n"),
+        Mutant("G's optimizer steps instead", "    opt_d.step()\n", "    opt_g.step()\n"),
+        Mutant("the message text instead of the exception", "return err", "return str(err)"),
+        Mutant("raised instead of returned", "return err", "raise err"),
+        Mutant("two D steps", "    opt_d.step()\n", "    opt_d.step()\n    opt_d.step()\n"),
+        Mutant("returns the first argument", "return err", "return err.args[0]"),
+        Mutant("the correct order", "    opt_d.step()\n", "    pass\n    loss_g = g_loss(D(G(z)))\n"),
+        Mutant("detaching G's output changes nothing", "d_fake = D(fake)", "d_fake = D(fake.detach())",
+               equivalent="the backward still reaches D's written weight first"),
+    )),
+    "train_step": Target(checks=("train_step_tests",), mutants=(
+        Mutant("no detach in D's loss (G's graph freed)", "D(fake.detach())", "D(fake)"),
+        Mutant("no opt_d.zero_grad()", "    opt_d.zero_grad()\n", ""),
+        Mutant("no opt_g.zero_grad()", "    opt_g.zero_grad()\n", ""),
+        Mutant("detach in G's loss", "loss_g = g_loss(D(fake))", "loss_g = g_loss(D(fake.detach()))"),
+        Mutant("G's label 0", "loss_g = g_loss(D(fake))", "loss_g = d_loss(D(fake)[:0], D(fake))"),
+        Mutant("real and fake swapped in D's loss", "d_loss(D(real), D(fake.detach()))", "d_loss(D(fake.detach()), D(real))"),
+        Mutant("no D step", "    opt_d.step()\n", ""),
+        Mutant("no G step", "    opt_g.step()\n", ""),
+        Mutant("losses swapped", "return loss_d.item(), loss_g.item()", "return loss_g.item(), loss_d.item()"),
+        Mutant("G's output detached at the source", "fake = G(z)", "fake = G(z).detach()"),
+        Mutant("G against the old D (stale graph)", "    opt_d.step()\n    opt_g.zero_grad()\n    loss_g = g_loss(D(fake))\n    loss_g.backward()\n",
+               "    opt_g.zero_grad()\n    loss_g = g_loss(D(fake))\n    loss_g.backward()\n    opt_d.step()\n"),
+        Mutant("D's loss reported after its step", "return loss_d.item(), loss_g.item()",
+               "return d_loss(D(real), D(fake)).item(), loss_g.item()"),
+    )),
+    "safe_inplace": Target(checks=("safe_inplace_tests",), mutants=(
+        Mutant("flags handed over are kept", "            m.inplace = False\n", "            pass\n"),
+        Mutant("decided on the copy only", "            m.inplace = decided.inplace\n", "            pass\n"),
+        Mutant("every activation in place", "            m.inplace = ok\n", "            m.inplace = True\n"),
+        Mutant("none in place", "            m.inplace = ok\n", "            m.inplace = False\n"),
+        Mutant("decision inverted", "            m.inplace = ok\n", "            m.inplace = not ok\n"),
+        Mutant("each tried alone, earlier decisions dropped", "            m.inplace = ok\n",
+               "            m.inplace = False\n            m.ok = ok\n    for m in trial:\n        if hasattr(m, 'ok'):\n            m.inplace = m.ok\n"),
+        Mutant("right to left", "    for m in trial:\n        if hasattr(m, \"inplace\"):\n            m.inplace = True",
+               "    for m in reversed(trial):\n        if hasattr(m, \"inplace\"):\n            m.inplace = True"),
+        Mutant("returns nothing", "    return model", "    return None"),
+        Mutant("returns a new model", "    return model", "    return torch.nn.Sequential(*list(model)[:-1])"),
+        Mutant("any error counts as unsafe, gradients not compared", "all(torch.allclose(a, b) for a, b in zip(gradients(trial, x, w), ref))",
+               "(gradients(trial, x, w) is not None)",
+               equivalent="none of these activations gives a wrong gradient without an error"),
+        Mutant("only the first activation considered", "            m.inplace = ok\n",
+               "            m.inplace = ok\n            break\n"),
+    )),
+    "sigmoid_inplace": Target(checks=("sigmoid_inplace_tests",), mutants=(
+        Mutant("no mark_dirty", "        ctx.mark_dirty(x)\n", ""),
+        Mutant("backward without (1 - y)", "grad * y * (1 - y)", "grad * y"),
+        Mutant("backward sign", "grad * y * (1 - y)", "-grad * y * (1 - y)"),
+        Mutant("out of place", "x.sigmoid_()", "x = x.sigmoid()"),
+        Mutant("returns a copy", "        return x\n", "        return x.clone()\n"),
+        Mutant("save_for_backward called before the write", "        x.sigmoid_()\n        ctx.mark_dirty(x)\n        ctx.save_for_backward(x)\n",
+               "        ctx.save_for_backward(x)\n        x.sigmoid_()\n        ctx.mark_dirty(x)\n",
+               equivalent="a custom Function's saved tensors are packed when forward returns, after the write"),
+        Mutant("the input's old values saved", "        x.sigmoid_()\n", "        ctx.old = x.clone()\n        x.sigmoid_()\n"
+               "        x.copy_(ctx.old)\n        x.sigmoid_()\n", equivalent="the same final values"),
+        Mutant("backward from the saved input", "return grad * y * (1 - y)", "return grad * y.exp() / (1 + y.exp()) ** 2"),
+        Mutant("backward on the wrong tensor", "return grad * y * (1 - y)", "return grad * y.sigmoid() * (1 - y.sigmoid())"),
+        Mutant("exp instead of sigmoid", "x.sigmoid_()", "x.exp_()"),
+        Mutant("gradient passed through", "return grad * y * (1 - y)", "return grad"),
+        Mutant("saves a clone of the output", "ctx.save_for_backward(x)", "ctx.save_for_backward(x.clone())",
+               equivalent="the clone holds the same values; only memory differs"),
+    )),
+    "to_autograd": Target(checks=("to_autograd_tests",), mutants=(
+        Mutant("the inference tensor itself", "return t.clone()", "return t"),
+        Mutant("detach", "return t.clone()", "return t.detach()"),
+        Mutant("a view", "return t.clone()", "return t.view_as(t)"),
+        Mutant("clone inside inference_mode", "return t.clone()",
+               "with torch.inference_mode():\n        return t.clone()"),
+        Mutant("a leaf that requires grad", "return t.clone()", "return t.clone().requires_grad_()"),
+        Mutant("float32", "return t.clone()", "return t.clone().float()"),
+        Mutant("moved to the CPU", "return t.clone()", "return torch.tensor(t.tolist())"),
+        Mutant("a zero tensor", "return t.clone()", "return torch.zeros_like(t)"),
+        Mutant("values changed", "return t.clone()", "return t.clone() * 1.0001"),
+        Mutant("clone under no_grad", "return t.clone()", "with torch.no_grad():\n        return t.clone()",
+               equivalent="no_grad makes normal tensors"),
+        Mutant("copy through empty_like", "return t.clone()", "return torch.empty_like(t).copy_(t)",
+               equivalent="a fresh normal tensor with t's values"),
+    )),
+}

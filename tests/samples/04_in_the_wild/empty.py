@@ -1,0 +1,2 @@
+# about: empty: handed in the released notebook untouched
+# expect: auto=0

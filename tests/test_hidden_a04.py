@@ -1,0 +1,139 @@
+"""Assignment 4's hidden checks (instructor/hidden/a04_in_the_wild.py), in-process, no nbgrader.
+
+Every check passes the source notebook's reference solutions and the sample submissions' other
+correct styles, and fails wrong answers, the silent-wrong GAN fixes and a Function without
+``mark_dirty`` included. The namespace is the notebook's own: every code cell but the graded tests.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+from instructor.grading.probe_driver import sanitize  # noqa: E402
+from instructor.grading.samples import parse_sample  # noqa: E402
+from instructor.hidden import a04_in_the_wild as a04  # noqa: E402
+from instructor.hidden import checks_for, run_in_process  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE = REPO / "source" / "04_in_the_wild" / "04_in_the_wild.ipynb"
+SAMPLES = REPO / "tests" / "samples" / "04_in_the_wild"
+GRADE_IDS = ["reproduce_gan_error_tests", "train_step_tests", "safe_inplace_tests", "sigmoid_inplace_tests",
+             "to_autograd_tests"]
+
+
+@pytest.fixture(scope="module")
+def notebook_ns() -> dict:
+    nb = nbformat.read(SOURCE, as_version=4)
+    ns: dict = {"__name__": "__main__"}
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        for c in nb.cells:
+            meta = c.metadata.get("nbgrader", {})
+            if c.cell_type == "code" and not (meta.get("grade") and not meta.get("solution")):
+                exec(compile(c.source, f"<cell {meta.get('grade_id')}>", "exec"), ns)  # noqa: S102
+    return ns
+
+
+def with_answer(ns: dict, code: str) -> dict:
+    variant = dict(ns)
+    exec(code, variant)  # noqa: S102
+    return variant
+
+
+def verdict(grade_id: str, ns: dict):
+    with contextlib.redirect_stdout(io.StringIO()):
+        return run_in_process(grade_id, ns, "04_in_the_wild")
+
+
+def sample_answer(student: str, grade_id: str) -> str:
+    return next(t for k, g, t in parse_sample(SAMPLES / f"{student}.py").blocks if g == grade_id)
+
+
+def test_one_check_per_graded_cell():
+    nb = nbformat.read(SOURCE, as_version=4)
+    graded = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells
+              if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")]
+    assert graded == GRADE_IDS
+    assert [c.grade_id for c in checks_for("04_in_the_wild")] == GRADE_IDS
+
+
+def test_cases_are_plain_data_and_deterministic(tmp_path):
+    for check in checks_for("04_in_the_wild"):
+        cases = check.cases()
+        assert cases and all("label" in c for c in cases)
+        torch.save(cases, tmp_path / "cases.pt")
+        torch.load(tmp_path / "cases.pt", weights_only=True)
+        assert repr(sanitize(cases)) == repr(sanitize(check.cases())), check.grade_id
+
+
+def test_student_package_holds_no_answers():
+    from autograder import wild
+
+    for name in ("train_step", "reference_train_step", "safe_inplace", "reference_safe_inplace", "SigmoidInPlace",
+                 "ReferenceSigmoidInPlace", "to_autograd", "reproduce_gan_error"):
+        assert not hasattr(wild, name), name
+
+
+@pytest.mark.parametrize("grade_id", GRADE_IDS)
+def test_reference_solutions_pass(notebook_ns, grade_id):
+    v = verdict(grade_id, notebook_ns)
+    assert v.passed, v.message
+
+
+@pytest.mark.parametrize("student", ["ben"])
+@pytest.mark.parametrize("grade_id", ["reproduce_gan_error", "train_step", "safe_inplace", "sigmoid_inplace",
+                                      "to_autograd"])
+def test_other_correct_styles_pass(notebook_ns, student, grade_id):
+    v = verdict(grade_id + "_tests", with_answer(notebook_ns, sample_answer(student, grade_id)))
+    assert v.passed, v.message
+
+
+@pytest.mark.parametrize("student,grade_id,words", [
+    ("stale_graph", "train_step", "gradient D steps with"),
+    ("data_copy", "train_step", "gradient G steps with"),
+    ("detach_wrong", "train_step", "no gradient reached G"),
+    ("no_grad", "train_step", "no gradient reached G"),
+    ("no_mark_dirty", "sigmoid_inplace", "Jacobian"),
+    ("all_inplace", "safe_inplace", "backward through the model"),
+    ("all_inplace", "to_autograd", "inference tensor"),
+])
+def test_silent_and_wrong_answers_fail(notebook_ns, student, grade_id, words):
+    v = verdict(grade_id + "_tests", with_answer(notebook_ns, sample_answer(student, grade_id)))
+    assert not v.passed and words in v.message, v.message
+
+
+def test_the_wrong_loop_fails_as_the_notebook_says():
+    err = a04.wrong_order_error()
+    fields = a04.match_version_error(err)
+    assert fields and fields["version_now"] == fields["version_saved"] + 1 and fields["shape"] == (16, 1)
+
+
+def test_safe_inplace_truth_keeps_earlier_decisions():
+    from autograder.wild import build_model
+
+    flags = [getattr(m, "inplace", None) for m in
+             a04.reference_safe_inplace(build_model(["linear", "leaky_relu", "relu", "linear"]))]
+    assert flags == [None, True, False, None]
+
+
+def test_gpu_grader_adds_cuda_cases(monkeypatch):
+    configs = [(torch.device("cpu"), torch.float64), (torch.device("cpu"), torch.float32),
+               (torch.device("cuda"), torch.float32), (torch.device("cuda"), torch.float16)]
+    monkeypatch.setattr(a04, "test_configs", lambda: configs)
+    for check in (a04.TrainStep(), a04.SafeInplace(), a04.SigmoidInPlace(), a04.ToAutograd()):
+        cases = check.cases()
+        assert {("cuda", "float16"), ("cpu", "float64")} <= {(c.get("device"), c.get("dtype")) for c in cases}
+        assert all(t.device.type == "cpu" for c in cases for t in c.values() if isinstance(t, torch.Tensor))
+
+
+def test_mutants_declared():
+    for fn, target in a04.MUTANTS.items():
+        live = [m for m in target.mutants if not m.equivalent]
+        assert len(live) >= 8, fn
