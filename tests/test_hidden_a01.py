@@ -136,7 +136,8 @@ def test_gpu_grader_adds_cuda_cases(monkeypatch):
     monkeypatch.setattr(a01, "test_configs", lambda: configs)
     cases = a01.FixedSigmoidDecode().cases()
     assert {(c["device"], c["dtype"]) for c in cases} == {("cpu", "float64"), ("cpu", "float32"),
-                                                          ("cuda", "float32"), ("cuda", "float16")}
+                                                          ("cuda", "float32"), ("cuda", "float16"),
+                                                          ("meta", "float32"), ("meta", "float16")}
     assert all(c["p"].device.type == "cpu" for c in cases)
     specs = a01.ReadErrorMessage()._live_specs()
     assert {s["dtype"] for s in specs if s["device"] == "cuda"} >= {"float16", "bfloat16"}
@@ -394,3 +395,111 @@ def test_missing_answer_fails_clearly(notebook_ns, grade_id):
     del ns[function]
     v = verdict(grade_id, ns)
     assert not v.passed and "is not defined" in v.message
+
+
+# --------------------------------------------------------------------------- the CPU blind spot (meta)
+
+def test_decode_source_is_the_notebook_solution():
+    from instructor.hidden.mutation import reference_solution
+
+    ref = reference_solution("01_version_counter", "fixed_sigmoid_decode")
+    assert ref.replace("    ### END SOLUTION", "").rstrip() == a01.DECODE_SOURCE.rstrip()
+
+
+def test_decode_family_holds_every_outcome_and_rewrites_judged_correct():
+    family = a01._family()
+    assert len(family) == len(a01.DECODE_FAMILY) >= 20
+    outcomes = {about: a01.judge_decode(a01.build_decode(src, name)) for name, about, src in family}
+    assert set(outcomes.values()) == {"error", "no_gradient", "wrong_gradient", "correct"}
+    equivalent = {m.name for m in a01.DECODE_MUTANTS if m.equivalent}
+    for about, outcome in outcomes.items():
+        assert (outcome == "correct") == (about.split(": ", 1)[1] in equivalent), (about, outcome)
+
+
+META_CASES = {
+    "CPU zeros": ("fail", '''
+def fixed_sigmoid_decode(p, grid, anchor_grid, stride):
+    s = p.sigmoid()
+    out = torch.zeros(p.shape, dtype=p.dtype)
+    return torch.cat([(s[..., 0:2] * 2 - 0.5 + grid) * stride, (s[..., 2:4] * 2) ** 2 * anchor_grid,
+                      s[..., 4:]], -1) + out
+'''),
+    "a non-scalar torch.tensor": ("fail", '''
+def fixed_sigmoid_decode(p, grid, anchor_grid, stride):
+    s = p.sigmoid()
+    return torch.cat([(s[..., 0:2] * torch.tensor([2.0, 2.0], dtype=p.dtype) - 0.5 + grid) * stride,
+                      (s[..., 2:4] * 2) ** 2 * anchor_grid, s[..., 4:]], -1)
+'''),
+    "a CPU column index in torch.where": ("fail", '''
+def fixed_sigmoid_decode(p, grid, anchor_grid, stride):
+    s = p.sigmoid()
+    n = s.shape[-1]
+    col = torch.arange(n)
+    centre = (s * 2 - 0.5 + torch.nn.functional.pad(grid, (0, n - 2))) * stride
+    size = (s * 2) ** 2 * torch.nn.functional.pad(anchor_grid, (2, n - 4))
+    return torch.where(col < 2, centre, torch.where(col < 4, size, s))
+'''),
+    "0-dim CPU tensors and numbers": ("pass", '''
+def fixed_sigmoid_decode(p, grid, anchor_grid, stride):
+    s = p.sigmoid()
+    two, half = torch.tensor(2.0), torch.tensor(0.5, dtype=torch.float64)
+    return torch.cat([(s[..., 0:2] * two - half + grid) * stride, (s[..., 2:4] * 2.0) ** 2 * anchor_grid,
+                      s[..., 4:]], -1)
+'''),
+    "a buffer on p's device": ("pass", '''
+def fixed_sigmoid_decode(p, grid, anchor_grid, stride):
+    s = p.sigmoid()
+    out = torch.zeros(p.shape, dtype=p.dtype, device=p.device)
+    out[..., :2] = (s[..., :2] * 2 - 0.5 + grid) * stride
+    out[..., 2:4] = (s[..., 2:4] * 2) ** 2 * anchor_grid
+    out[..., 4:] = s[..., 4:]
+    return out
+'''),
+    "data-dependent code meta cannot run": ("pass", '''
+def fixed_sigmoid_decode(p, grid, anchor_grid, stride):
+    s = p.sigmoid()
+    assert float(s.min()) >= 0.0
+    return torch.cat([(s[..., 0:2] * 2 - 0.5 + grid) * stride, (s[..., 2:4] * 2) ** 2 * anchor_grid,
+                      s[..., 4:]], -1)
+'''),
+}
+
+
+@pytest.mark.parametrize("label", list(META_CASES))
+def test_meta_case_catches_cpu_tensors_only(notebook_ns, label):
+    want, code = META_CASES[label]
+    v = verdict("fixed_sigmoid_decode_tests", with_answer(notebook_ns, code))
+    if want == "pass":
+        assert v.passed, v.message
+    else:
+        assert not v.passed
+        assert "creates a tensor on the CPU while its input is on another device" in v.message
+        assert "device=p.device" in v.message and "meta device" in v.message
+
+
+def test_right_decodes_pass_on_meta(notebook_ns):
+    check = a01.FixedSigmoidDecode()
+    meta = [c for c in check.cases() if c["device"] == "meta"]
+    assert {c["dtype"] for c in meta} == {"float32", "float16"}
+    for name, _, src in a01.DECODES:
+        decode = a01.build_decode(src, name)
+        if a01.judge_decode(decode) != "correct":
+            continue
+        ns = dict(notebook_ns, fixed_sigmoid_decode=decode)
+        v = verdict("fixed_sigmoid_decode_tests", ns)
+        if name == "fix_masks":  # right on the CPU (a judge_fix candidate), but its zeros are CPU tensors
+            assert not v.passed and "creates a tensor on the CPU" in v.message
+        else:
+            assert v.passed, (name, v.message)
+
+
+# --------------------------------------------------------------------------- mutants
+
+def test_every_mutant_applies_and_compiles():
+    from instructor.hidden.mutation import apply, reference_solution
+
+    for function, target in a01.MUTANTS.items():
+        ref = reference_solution("01_version_counter", function)
+        assert {c.grade_id for c in checks_for("01_version_counter")} >= set(target.checks)
+        for m in target.mutants:
+            compile(apply(ref, m), f"<{function}: {m.name}>", "exec")  # a syntax error is no kill

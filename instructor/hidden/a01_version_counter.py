@@ -24,6 +24,7 @@ from autograder.runtime import test_configs
 from autograder.saved_tensors import VERSION_PROGRAM, decode_constants
 
 from . import Check
+from .mutation import Mutant, Target, apply
 
 ASSIGNMENT = "01_version_counter"
 
@@ -127,6 +128,20 @@ def synth_message(tensor_type: str, shape, node: str | None, now: int, saved: in
     text = (f"{head}[{tensor_type} [{dims}]]{which.format(node=node) if node else ''} is at version {now}; "
             f"expected version {saved} instead.")
     return text + (tail if hint else "")
+
+
+def _second_output_error() -> RuntimeError:
+    """A live version-counter error whose saved tensor is output 1 of its node (eigh's eigenvectors)."""
+    x = (torch.rand(3, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(7)) + 0.5).requires_grad_()
+    values, vectors = torch.linalg.eigh(x @ x.T)
+    with torch.no_grad():
+        vectors.mul_(1.0)
+    try:
+        (values.sum() + vectors.sum()).backward()
+    except RuntimeError as err:
+        assert (match_version_error(err) or {}).get("node"), str(err)
+        return err
+    raise AssertionError("backward did not fail: the experiment is broken")
 
 
 # --------------------------------------------------------------------------- the version program
@@ -430,6 +445,95 @@ def custom_function_wrong_backward(p, grid, anchor_grid, stride):
 ]
 
 
+# --------------------------------------------------------------------------- the decode, mutated
+#: The reference decode, exactly the source notebook's solution cell (tests/test_hidden_a01.py checks).
+DECODE_SOURCE = """def fixed_sigmoid_decode(p, grid, anchor_grid, stride):
+    s = p.sigmoid()
+    centre = (s[..., 0:2] * 2 - 0.5 + grid) * stride
+    size = (s[..., 2:4] * 2) ** 2 * anchor_grid
+    return torch.cat([centre, size, s[..., 4:]], dim=-1)
+"""
+
+_CPU = "" if torch.cuda.is_available() else "on a grader without a GPU the float16 cases do not run"
+
+#: Wrong (and equivalent) variants of the decode: the mutants of ``fixed_sigmoid_decode`` and, those
+#: named in :data:`DECODE_FAMILY`, the decodes that ``judge_fix`` is also tested on.
+DECODE_MUTANTS: tuple[Mutant, ...] = (
+    Mutant("+ 0.5 instead of - 0.5", "- 0.5", "+ 0.5"),
+    Mutant("the centre not doubled", "(s[..., 0:2] * 2 - 0.5", "(s[..., 0:2] - 0.5"),
+    Mutant("no grid offset", " + grid)", ")"),
+    Mutant("the grid's x and y swapped", " + grid)", " + grid.flip(-1))"),
+    Mutant("no stride", ") * stride\n", ")\n"),
+    Mutant("the stride squared", "* stride\n", "* stride * stride\n"),
+    Mutant("a hard-coded stride 8", "* stride\n", "* 8\n"),
+    Mutant("the size cubed", "** 2", "** 3"),
+    Mutant("squared before doubling", "(s[..., 2:4] * 2) ** 2", "s[..., 2:4] * 2 ** 2"),
+    Mutant("no anchors", " * anchor_grid", ""),
+    Mutant("anchors rebuilt for three anchors", "* anchor_grid\n",
+           "* decode_constants(p.shape[2], p.shape[3], 3, dtype=p.dtype, device=p.device)[1]\n"),
+    Mutant("off by one: the classes from column 5", "s[..., 4:]", "s[..., 5:]"),
+    Mutant("the objectness column only", "s[..., 4:]", "s[..., 4:5]"),
+    Mutant("raw logits for the scores", "s[..., 4:]]", "p[..., 4:]]"),
+    Mutant("the whole sigmoid detached", "s = p.sigmoid()", "s = p.sigmoid().detach()"),
+    Mutant("the sigmoid of p.data", "s = p.sigmoid()", "s = p.data.sigmoid()"),
+    Mutant("the scores detached", "s[..., 4:]]", "s[..., 4:].detach()]"),
+    Mutant("the scores through .data", "s[..., 4:]]", "s.data[..., 4:]]"),
+    Mutant("the centre from a detached sigmoid", "(s[..., 0:2] * 2", "(s[..., 0:2].detach() * 2"),
+    Mutant("the size under torch.no_grad()", "    size = (s[..., 2:4] * 2) ** 2 * anchor_grid\n",
+           "    with torch.no_grad():\n        size = (s[..., 2:4] * 2) ** 2 * anchor_grid\n"),
+    Mutant("the centre's x and y swapped", "s[..., 0:2]", "s[..., 0:2].flip(-1)"),
+    Mutant("size before centre", "[centre, size,", "[size, centre,"),
+    Mutant("the sigmoid in half precision", "s = p.sigmoid()", "s = p.half().sigmoid().to(p.dtype)"),
+    Mutant("a float32 result", "], dim=-1)", "], dim=-1).float()"),
+    Mutant("joined on the wrong dim", "dim=-1", "dim=0"),
+    Mutant("writes into the sigmoid after all", "    return torch.cat([centre, size, s[..., 4:]], dim=-1)",
+           "    s[..., 0:2] = centre\n    s[..., 2:4] = size\n    return s"),
+    Mutant("the sigmoid in place on p", "s = p.sigmoid()", "s = p.sigmoid_()"),
+    Mutant("CPU zeros added to the result", "], dim=-1)", "], dim=-1) + torch.zeros(p.shape, dtype=p.dtype)"),
+    Mutant("the offset as a CPU tensor", "- 0.5", "- torch.tensor([0.5, 0.5], dtype=p.dtype)"),
+    Mutant("the grid rebuilt on the CPU", " + grid)",
+           " + decode_constants(p.shape[2], p.shape[3], p.shape[1], dtype=p.dtype)[0])"),
+    Mutant("the offset as a float32 tensor (float16 becomes float32)", "- 0.5",
+           "- torch.full((2,), 0.5, device=p.device)"),
+    Mutant("dim=4", "dim=-1", "dim=4", equivalent="p always has five dims"),
+    Mutant("the sigmoid by its formula", "s = p.sigmoid()", "s = 1 / (1 + torch.exp(-p))",
+           equivalent="the same function, to rounding, for the logits of the task"),
+    Mutant("4 s^2", "(s[..., 2:4] * 2) ** 2", "4 * s[..., 2:4] ** 2", equivalent="(2s)^2 = 4s^2"),
+    Mutant(".square()", "(s[..., 2:4] * 2) ** 2", "(s[..., 2:4] * 2).square()", equivalent="the same square"),
+    Mutant("2 (s - 0.25)", "s[..., 0:2] * 2 - 0.5", "2 * (s[..., 0:2] - 0.25)", equivalent="the same affine map"),
+    Mutant(":2", "s[..., 0:2]", "s[..., :2]", equivalent="the same slice"),
+    Mutant("the offset as a 0-dim CPU tensor", "- 0.5", "- torch.tensor(0.5, dtype=p.dtype)",
+           equivalent="0-dim CPU tensors mix with tensors of any device, as on a GPU"),
+    Mutant("the offset as a 0-dim float32 CPU tensor", "- 0.5", "- torch.tensor(0.5)",
+           equivalent="a 0-dim tensor neither moves nor promotes p (float16 stays float16)"),
+    Mutant("the scores cloned", "s[..., 4:]]", "s[..., 4:].clone()]", equivalent="a copy of the same values"),
+    Mutant("float(stride)", "* stride\n", "* float(stride)\n", equivalent="stride is a float"),
+    Mutant("zeros made on p's device", "], dim=-1)", "], dim=-1) + torch.zeros_like(p)",
+           equivalent="zeros_like keeps p's device and dtype"),
+)
+
+#: The decode mutants judge_fix is also tested on: each outcome holds whatever the random input,
+#: upstream weights and style of reference (no value-only mistakes: their gradient is right).
+DECODE_FAMILY = (
+    "the centre not doubled", "no stride", "the stride squared", "the size cubed", "squared before doubling",
+    "no anchors", "off by one: the classes from column 5", "the objectness column only",
+    "raw logits for the scores", "the whole sigmoid detached", "the sigmoid of p.data", "the scores detached",
+    "the scores through .data", "the centre from a detached sigmoid", "the size under torch.no_grad()",
+    "the centre's x and y swapped", "size before centre", "the sigmoid in half precision",
+    "writes into the sigmoid after all", "the sigmoid in place on p",
+    "the sigmoid by its formula", "4 s^2", ".square()", "2 (s - 0.25)", "the scores cloned",
+)
+
+
+def _family() -> list[tuple[str, str, str]]:
+    by_name = {m.name: m for m in DECODE_MUTANTS}
+    return [("fixed_sigmoid_decode", f"a classmate's fixed_sigmoid_decode: {name}",
+             apply(DECODE_SOURCE, by_name[name])) for name in DECODE_FAMILY]
+
+
+DECODES += _family()
+
+
 # --------------------------------------------------------------------------- the checks
 
 _NODES = re.compile(r"^Sigmoid(Backward0)?$")
@@ -502,7 +606,8 @@ class PredictVersions(Check):
         pred, truth = r["pred"], run_version_program()
         check_type(pred, (list, tuple), "predict_versions()", hint="return a list of ints, e.g. [0, 1, ...].")
         check_equal(len(pred), len(truth), "len(predict_versions())", hint="one number per line of the program.")
-        check_true(all(isinstance(v, int) for v in pred), "predict_versions() must hold ints only", got=repr(pred),
+        check_true(all(isinstance(v, int) and not isinstance(v, bool) for v in pred),
+                   "predict_versions() must hold ints only", got=repr(pred),
                    hint="write each prediction as an int literal, e.g. 3 (not '3' or 3.0).")
         check_equal(pred[0], 0, "your prediction for line 1", hint="a brand-new tensor starts at version 0.")
         wrong = [i + 1 for i, (g, t) in enumerate(zip(pred, truth)) if g != t]
@@ -518,7 +623,8 @@ class ReadErrorMessage(Check):
     ``torch.cuda.HalfTensor``, and backend names such as ``CPUBFloat16Type``, ``CUDABFloat16Type``),
     integer, bool and complex saved tensors; shapes of rank 0 to 6; versions of 1 to 3 digits, the
     saved one 0 or not; node names with ``::`` or the old ``...Backward0`` spelling, or no "which is
-    output 0 of" part at all. Live errors (the exception object from backward, made in the probe, and
+    output 0 of" part at all, or a saved tensor that is another output of its node ("output 1 of
+    LinalgEigh"). Live errors (the exception object from backward, made in the probe, and
     the same scenario rerun here for the truth), live messages made here, and messages written here
     from the installed PyTorch's own wording. Returns a dict with exactly the five keys."""
     assignment, grade_id, function = ASSIGNMENT, "read_error_message_tests", "read_error_message"
@@ -595,6 +701,9 @@ class ReadErrorMessage(Check):
             as_exc = k % 2 == 0
             cases.append({"kind": "text", "message": msg, "as": "exception" if as_exc else "text",
                           "label": f"{'RuntimeError' if as_exc else 'the message text'}: {msg.split(' Hint:')[0]}"})
+        err = _second_output_error()
+        cases.append({"kind": "text", "message": str(err), "as": "exception",
+                      "label": f"RuntimeError: {str(err).split(' Hint:')[0]}"})
         cases.append({"kind": "text", "message": self.SEED_TEXT, "as": "text",
                       "label": f"the seed's message text: {self.SEED_TEXT}"})
         return cases
@@ -650,7 +759,8 @@ class SavedBy(Check):
     node; no views), defined for positive values of any shape (the task's experiment uses a float64
     non-leaf with values in [0.5, 2)). Returns a set from {"input", "output"}. Ops cover all four
     answers: unary maths, activations, reductions, products of the tensor with itself or with a
-    constant tensor, powers. The truth is the write-and-backward experiment, run here."""
+    constant tensor, powers. The truth is the write-and-backward experiment, run here. A set or a
+    frozenset (as the visible test accepts)."""
     assignment, grade_id, function = ASSIGNMENT, "saved_by_tests", "saved_by"
 
     OPS = [
@@ -686,8 +796,8 @@ class SavedBy(Check):
     def judge(self, case, r):
         got = r["saved"]
         what = f"saved_by(<{case['op']}>)"
-        check_type(got, set, what, hint="return a set such as {'output'}.")
-        check_equal(got, saved_by_experiment(build_op(case["op"])), what,
+        check_type(got, (set, frozenset), what, hint="return a set such as {'output'}.")
+        check_equal(set(got), saved_by_experiment(build_op(case["op"])), what,
                     hint="compare the grad_fn's _saved_* tensors with the input and the output "
                          "(same memory), or write into each and try backward.")
 
@@ -709,11 +819,21 @@ class FixedSigmoidDecode(Check):
     outputs) with outputs >= 5, anchors 1..4, any batch/ny/nx >= 1, requires grad; ``grid`` and
     ``anchor_grid`` from ``decode_constants``; ``stride`` a float (8, 16 or 32). In float64 and float32
     on the CPU, and float32 and float16 on a GPU when the grader has one (``test_configs()``). Values
-    and the gradient (random upstream weights) against a float64 out-of-place reference made here."""
+    and the gradient (random upstream weights) against a float64 out-of-place reference made here.
+
+    Plus, on every grader, forward and backward on the ``meta`` device (p and the constants moved
+    there, float32 and float16): a device other than the CPU, as a GPU is, with no values. A tensor the
+    function creates on the CPU (``torch.zeros(...)`` without ``device=``, ``torch.tensor`` of a
+    non-scalar) fails there exactly as on a GPU; 0-dim CPU tensors and Python numbers are allowed, as
+    on a GPU. Only that mistake, and the result's shape/dtype/device, are judged on meta; an error
+    meta cannot run for other reasons (``.item()``, data-dependent code) is left to the CPU cases."""
     assignment, grade_id, function = ASSIGNMENT, "fixed_sigmoid_decode_tests", "fixed_sigmoid_decode"
 
     SHAPES = [((2, 3, 8, 8, 7), 8.0), ((1, 1, 1, 1, 5), 32.0), ((3, 4, 5, 3, 6), 16.0), ((1, 2, 3, 9, 47), 8.0),
               ((2, 3, 2, 4, 85), 32.0), ((1, 3, 6, 1, 5), 16.0)]
+    META = [((2, 3, 4, 4, 7), 8.0, torch.float32), ((1, 3, 8, 8, 85), 32.0, torch.float16)]
+    DEVICE_HINT = ("your function creates a tensor on the CPU while its input is on another device; on a GPU "
+                   "this fails — create it with device=p.device")
 
     def cases(self):
         cases, seed = [], 10
@@ -728,6 +848,16 @@ class FixedSigmoidDecode(Check):
                 cases.append({"p": p, "w": w, "grid": grid, "anchor_grid": anchor_grid, "stride": stride,
                               "device": str(device), "dtype": dt,
                               "label": f"p {dt} {shape} on {device.type}, stride {stride:g}"})
+        for shape, stride, dtype in self.META:
+            seed += 1
+            gen = torch.Generator().manual_seed(seed)
+            p = torch.randn(shape, generator=gen, dtype=torch.float64) * 2
+            grid, anchor_grid, _ = decode_constants(shape[2], shape[3], shape[1], dtype=torch.float64)
+            dt = str(dtype).replace("torch.", "")
+            cases.append({"p": p, "w": torch.ones(shape, dtype=torch.float64), "grid": grid,
+                          "anchor_grid": anchor_grid, "stride": stride, "device": "meta", "dtype": dt,
+                          "label": f"p {dt} {shape} on the meta device (not the CPU, as on a GPU), "
+                                   f"stride {stride:g}"})
         return cases
 
     @staticmethod
@@ -735,7 +865,14 @@ class FixedSigmoidDecode(Check):
         fn = student(ns, "fixed_sigmoid_decode")
         device, dtype = torch.device(case["device"]), getattr(torch, case["dtype"])
         p = case["p"].to(device, dtype).requires_grad_()
-        out = fn(p, case["grid"].to(device, dtype), case["anchor_grid"].to(device, dtype), float(case["stride"]))
+        args = (p, case["grid"].to(device, dtype), case["anchor_grid"].to(device, dtype), float(case["stride"]))
+        if device.type == "meta":  # no values: an error is data, judged in the grader
+            try:
+                out = fn(*args)
+            except Exception as err:  # noqa: BLE001
+                return {"type": "error", "forward_error": {"type": type(err).__name__, "message": str(err)[:400]}}
+        else:
+            out = fn(*args)
         r = {"type": type(out).__name__}
         if not isinstance(out, torch.Tensor):
             return r
@@ -747,12 +884,38 @@ class FixedSigmoidDecode(Check):
             except Exception as err:  # noqa: BLE001 - reported as data, judged in the grader
                 r["backward_error"] = {"type": type(err).__name__, "message": str(err)[:400]}
             r["grad"] = p.grad
+        if device.type == "meta":  # meta tensors hold no values to return
+            r.update(out=None, grad=None)
         return r
+
+    def _judge_meta(self, case, r, what):
+        """Meta: the CPU-tensor mistake and the result's shape/dtype/device only."""
+        inputs, shape, dtype = case["label"], tuple(case["p"].shape), getattr(torch, case["dtype"])
+
+        def on_cpu(err):
+            m = err["message"].lower()
+            return "device" in m and "cpu" in m and "meta" in m
+
+        for key, when in (("forward_error", "raised"), ("backward_error", "raised in backward")):
+            err = r.get(key)
+            if err is not None and on_cpu(err):
+                fail(f"{what} {when} {err['type']} when p is not on the CPU", inputs=inputs,
+                     detail=err["message"][:300], hint=self.DEVICE_HINT)
+        if r.get("forward_error") is not None or "shape" not in r:
+            return  # meta cannot run it for another reason (or no tensor): the CPU cases judge that
+        check_true(tuple(r["shape"]) == shape and r["dtype"] == str(dtype) and r["device"] == "meta",
+                   f"{what} returned the wrong shape/dtype/device", inputs=inputs,
+                   expected=f"{shape} {dtype} on meta (p's device)",
+                   got=f"{tuple(r['shape'])} {r['dtype']} on {r['device']}",
+                   hint="keep p's shape, dtype and device: a float32 constant tensor turns float16 into "
+                        "float32, and new tensors need device=p.device.")
 
     def judge(self, case, r):
         dtype = getattr(torch, case["dtype"])
         inputs, shape = case["label"], tuple(case["p"].shape)
         what = "fixed_sigmoid_decode(p, grid, anchor_grid, stride)"
+        if case["device"] == "meta":
+            return self._judge_meta(case, r, what)
         check_true("out" in r, f"{what} has the wrong type", expected="Tensor",
                    got=r["type"], hint="return the decoded tensor.")
         out = r["out"]
@@ -819,3 +982,197 @@ class JudgeFix(Check):
                     hint="run it on a float64 leaf, call backward with random upstream weights inside "
                          "try/except Exception, check requires_grad and p.grad, and compare p.grad with an "
                          "out-of-place reference (torch.allclose).")
+
+
+# --------------------------------------------------------------------------- mutation testing
+# Plausible wrong variants of each reference solution (``python -m instructor.hidden.mutation
+# 01_version_counter``): each must fail a check, except those marked equivalent (they must pass).
+
+_PREDICTED = [0, 1, 2, 2, 3, 3, 4, 0, 0, 2]
+
+
+def _one_off(i: int, delta: int) -> Mutant:
+    wrong = list(_PREDICTED)
+    wrong[i] += delta
+    return Mutant(f"line {i + 1} off by {delta:+d}", f"return {_PREDICTED}", f"return {wrong}")
+
+
+_READ_RE = 'r"\\[([\\w.]+) \\[([\\d, ]*)\\]\\](?:, which is output \\d+ of ([^,]+),)?"'
+
+MUTANTS = {
+    "reproduce_sigmoid_error": Target(checks=("reproduce_sigmoid_error_tests",), mutants=(
+        Mutant("raises instead of returning", "        return err", "        raise err"),
+        Mutant("returns the message", "        return err", "        return str(err)"),
+        Mutant("a new RuntimeError of the same text", "        return err", "        return RuntimeError(str(err))"),
+        Mutant("drops the traceback", "        return err", "        return err.with_traceback(None)"),
+        Mutant("catches ValueError", "except RuntimeError as err", "except ValueError as err"),
+        Mutant("four outputs (not detector-shaped)", "torch.randn(2, 3, 8, 8, 7,", "torch.randn(2, 3, 8, 8, 4,"),
+        Mutant("four dims", "torch.randn(2, 3, 8, 8, 7,", "torch.randn(3, 8, 8, 7,"),
+        Mutant("p needs no grad", ", requires_grad=True", ""),
+        Mutant("backward of a detached result", "y.sum().backward()", "y.detach().sum().backward()"),
+        Mutant("backward of a non-scalar", "y.sum().backward()", "y.backward()"),
+        Mutant("the decode under no_grad", "    y = broken_decode(p, GRID, ANCHOR_GRID, STRIDE)\n",
+               "    with torch.no_grad():\n        y = broken_decode(p, GRID, ANCHOR_GRID, STRIDE)\n"),
+        Mutant("a third write", "    y = broken_decode(p, GRID, ANCHOR_GRID, STRIDE)\n",
+               "    y = broken_decode(p, GRID, ANCHOR_GRID, STRIDE)\n    y[..., 4:5] = y[..., 4:5] * 1\n"),
+        Mutant("one write only", "    y = broken_decode(p, GRID, ANCHOR_GRID, STRIDE)\n",
+               "    y = p.sigmoid()\n    y[..., 0:2] = (y[..., 0:2] * 2 - 0.5 + GRID) * STRIDE\n"),
+        Mutant("the clone fix (no error)", "broken_decode(p,", "fix_clone(p,"),
+        Mutant("writes through .data (no error)", "    y = broken_decode(p, GRID, ANCHOR_GRID, STRIDE)\n",
+               "    y = p.sigmoid()\n    y.data[..., 0:2] = y.data[..., 0:2] * 2\n    y.data[..., 2:4] = y.data[..., 2:4] * 2\n"),
+        Mutant("tanh instead of sigmoid", "    y = broken_decode(p, GRID, ANCHOR_GRID, STRIDE)\n",
+               "    y = p.tanh()\n    y[..., 0:2] = y[..., 0:2] * 2\n    y[..., 2:4] = y[..., 2:4] * 2\n"),
+        Mutant("pow on the slices (saves a view)", "    y = broken_decode(p, GRID, ANCHOR_GRID, STRIDE)\n",
+               "    y = p.sigmoid()\n    y[..., 0:2] = y[..., 0:2] ** 2\n    y[..., 2:4] = y[..., 2:4] ** 2\n"),
+        Mutant("constants of another grid", "torch.randn(2, 3, 8, 8, 7,", "torch.randn(2, 3, 4, 4, 7,"),
+        Mutant("a cached sigmoid output (the second call writes into it again)",
+               "    y = broken_decode(p, GRID, ANCHOR_GRID, STRIDE)\n",
+               "    y = reproduce_sigmoid_error.__dict__.setdefault('y', p.sigmoid())\n"
+               "    y[..., 0:2] = (y[..., 0:2] * 2 - 0.5 + GRID) * STRIDE\n"
+               "    y[..., 2:4] = (y[..., 2:4] * 2) ** 2 * ANCHOR_GRID\n"),
+        Mutant("catches Exception", "except RuntimeError as err", "except Exception as err",
+               equivalent="the error is a RuntimeError"),
+        Mutant("a non-leaf p", "broken_decode(p,", "broken_decode(p * 1,",
+               equivalent="the sigmoid's output is written either way"),
+        Mutant("torch.autograd.grad", "y.sum().backward()", "torch.autograd.grad(y.sum(), p)",
+               equivalent="the same engine raises the same error"),
+        Mutant("float64", "requires_grad=True)", "requires_grad=True, dtype=torch.float64)",
+               equivalent="any float dtype is right"),
+        Mutant("another detector shape", "torch.randn(2, 3, 8, 8, 7,", "torch.randn(1, 3, 8, 8, 85,",
+               equivalent="other detector shapes are right"),
+        Mutant("backward through the scores only", "y.sum().backward()", "y[..., 4:].sum().backward()",
+               equivalent="the gradient still reaches the sigmoid"),
+    )),
+    "predict_versions": Target(checks=("predict_versions_tests",), mutants=(
+        *(_one_off(i, 1) for i in range(10)),
+        _one_off(3, -2), _one_off(6, -1),
+        Mutant("nine numbers", f"return {_PREDICTED}", f"return {_PREDICTED[:-1]}"),
+        Mutant("eleven numbers", f"return {_PREDICTED}", f"return {_PREDICTED + [2]}"),
+        Mutant("strings", f"return {_PREDICTED}", f"return [str(v) for v in {_PREDICTED}]"),
+        Mutant("floats", f"return {_PREDICTED}", f"return [float(v) for v in {_PREDICTED}]"),
+        Mutant("a bool for a 1", f"return {_PREDICTED}", "return [0, True, 2, 2, 3, 3, 4, 0, 0, 2]"),
+        Mutant("reversed", f"return {_PREDICTED}", f"return {_PREDICTED[::-1]}"),
+        Mutant("a dict", f"return {_PREDICTED}", f"return dict(enumerate({_PREDICTED}))"),
+        Mutant("a tensor", f"return {_PREDICTED}", f"return torch.tensor({_PREDICTED})"),
+        Mutant("a tuple", f"return {_PREDICTED}", f"return tuple({_PREDICTED})",
+               equivalent="a list or a tuple is asked for"),
+        Mutant("runs the program", f"return {_PREDICTED}",
+               "from autograder.saved_tensors import VERSION_PROGRAM\n    env, out = {'torch': torch}, []\n"
+               "    for st, w in VERSION_PROGRAM:\n        exec(st, env)\n        out.append(int(eval(w, env)._version))\n"
+               "    return out", equivalent="the program's own versions are the answer"),
+    )),
+    "read_error_message": Target(checks=("read_error_message_tests",), mutants=(
+        Mutant("no dots in the type", r"\[([\w.]+) \[", r"\[(\w+) \["),
+        Mutant("torch.* types only", r"\[([\w.]+) \[", r"\[(torch\.[\w.]+) \["),
+        Mutant("no 0-dim shape", r"\[([\d, ]*)\]", r"\[([\d, ]+)\]"),
+        Mutant("no spaces in the shape", r"\[([\d, ]*)\]", r"\[([\d,]*)\]"),
+        Mutant("one-digit versions", r"is at version (\d+); expected version (\d+)",
+               r"is at version (\d); expected version (\d)"),
+        Mutant("node names are words", r"of ([^,]+),)?", r"of (\w+),)?"),
+        Mutant("the node part required", r"of ([^,]+),)?", r"of ([^,]+),)"),
+        Mutant("output 0 only", r"which is output \d+ of", r"which is output 0 of"),
+        Mutant("'' instead of None for no node", '"node": m.group(3)', '"node": m.group(3) or ""'),
+        Mutant("node stripped (None breaks)", '"node": m.group(3)', '"node": m.group(3).strip()'),
+        Mutant("the Backward0 suffix dropped", '"node": m.group(3)',
+               '"node": m.group(3) and m.group(3).replace("Backward0", "")'),
+        Mutant("version_now as a string", '"version_now": int(m.group(4))', '"version_now": m.group(4)'),
+        Mutant("versions swapped", '"version_now": int(m.group(4)), "version_saved": int(m.group(5))',
+               '"version_now": int(m.group(5)), "version_saved": int(m.group(4))'),
+        Mutant("the saved version is always 0", '"version_saved": int(m.group(5))', '"version_saved": 0'),
+        Mutant("shape as a list", "shape = tuple(", "shape = list("),
+        Mutant("shape as strings", "tuple(int(s) for s", "tuple(s.strip() for s"),
+        Mutant("no filter for the empty shape", ' if s.strip())', ')'),
+        Mutant("at most four dims", 'if s.strip())\n', 'if s.strip())[:4]\n'),
+        Mutant("only the exception's args", "str(err))", "err.args[0])"),
+        Mutant("re.match", "re.search(", "re.match("),
+        Mutant("the last part of the type", '"tensor_type": m.group(1)', '"tensor_type": m.group(1).split(".")[-1]'),
+        Mutant("the type without 'torch.'", '"tensor_type": m.group(1)', '"tensor_type": m.group(1).replace("torch.", "")'),
+        Mutant("an extra key", '"version_saved": int(m.group(5))}', '"version_saved": int(m.group(5)), "text": str(err)}'),
+        Mutant("cached by the exception type", "def read_error_message(err):\n",
+               "def read_error_message(err, _seen={}):\n    return _seen.setdefault(type(err), _read(err))\n\n"
+               "def _read(err):\n"),
+        Mutant("split on ', '", 'm.group(2).split(",")', 'm.group(2).split(", ")',
+               equivalent="int() ignores the spaces either way"),
+        Mutant("one space before 'is at'", r'r"\s*is at version', r'r" is at version',
+               equivalent="PyTorch writes exactly one space there"),
+        Mutant("the text before ' Hint:'", "str(err))", 'str(err).split(" Hint:")[0])',
+               equivalent="the fields are all before the hint"),
+    )),
+    "saved_by": Target(checks=("saved_by_tests",), mutants=(
+        Mutant("a sorted list", "    return found", "    return sorted(found)"),
+        Mutant("output only", '("input", "output")', '("output",)'),
+        Mutant("input only", '("input", "output")', '("input",)'),
+        Mutant("roles swapped", '(x if role == "input" else y)', '(y if role == "input" else x)'),
+        Mutant("writes through .data (no version bump)", "(x if role == \"input\" else y).mul_(1.0)",
+               "(x if role == \"input\" else y).data.mul_(1.0)"),
+        Mutant("backward of a non-scalar", "y.sum().backward()", "y.backward()"),
+        Mutant("None for an empty set", "    return found", "    return found or None"),
+        Mutant("stops at the first role found", "found.add(role)", "found.add(role)\n                break"),
+        Mutant("cached by the op's type", "    return found", "    return saved_by.__dict__.setdefault(type(op), found)"),
+        Mutant("cached by the op's name", "    return found",
+               "    return saved_by.__dict__.setdefault(getattr(op, '__name__', ''), found)"),
+        Mutant("any RuntimeError counts, non-scalar backward", "y.sum().backward()\n        except RuntimeError as err:\n"
+               "            if \"modified by an inplace operation\" in str(err):\n                found.add(role)",
+               "y.backward()\n        except RuntimeError as err:\n                found.add(role)"),
+        Mutant("attribute names instead of the experiment", "    found = set()\n",
+               "    y = op((torch.rand(5, dtype=torch.float64) + 0.5).requires_grad_().clone())\n"
+               "    n = dir(y.grad_fn)\n"
+               "    return {'output'} if '_saved_result' in n else ({'input'} if '_saved_self' in n else set())\n"
+               "    found = set()\n"),
+        Mutant("the names swapped", "found.add(role)", "found.add({'input': 'output', 'output': 'input'}[role])"),
+        Mutant("a frozenset", "    return found", "    return frozenset(found)",
+               equivalent="the visible test accepts a frozenset"),
+        Mutant("add_(0.0)", ".mul_(1.0)", ".add_(0.0)", equivalent="any in-place write bumps the version"),
+        Mutant("writes through detach()", '(x if role == "input" else y).mul_(1.0)',
+               '(x if role == "input" else y).detach().mul_(1.0)',
+               equivalent="detach() shares the version counter"),
+        Mutant("any RuntimeError counts", "            if \"modified by an inplace operation\" in str(err):\n"
+               "                found.add(role)", "            found.add(role)",
+               equivalent="backward of these ops fails for no other reason"),
+        Mutant("'inplace' only", '"modified by an inplace operation"', '"inplace"', equivalent="the same message"),
+        Mutant("mean instead of sum", "y.sum().backward()", "y.mean().backward()", equivalent="any scalar loss"),
+    )),
+    "fixed_sigmoid_decode": Target(checks=("fixed_sigmoid_decode_tests",), mutants=DECODE_MUTANTS),
+    "judge_fix": Target(checks=("judge_fix_tests",), mutants=(
+        Mutant("catches RuntimeError only", "except Exception:", "except RuntimeError:"),
+        Mutant("catches RuntimeError and ValueError", "except Exception:", "except (RuntimeError, ValueError):"),
+        Mutant("no requires_grad check", "        if not out.requires_grad:\n            return \"no_gradient\"\n", ""),
+        Mutant("no p.grad check", "    if leaf.grad is None:\n        return \"no_gradient\"\n", ""),
+        Mutant("p.grad None called wrong", "    if leaf.grad is None:\n        return \"no_gradient\"",
+               "    if leaf.grad is None:\n        return \"wrong_gradient\""),
+        Mutant("grad_fn instead of requires_grad", "if not out.requires_grad:", "if out.grad_fn is None:",
+               equivalent="they differ only for a decode returning a leaf that needs grad (p itself), which the "
+                          "hidden decodes leave out: the task does not settle it, and a correct style checks grad_fn"),
+        Mutant("no gradient called an error", "            return \"no_gradient\"\n        out.backward",
+               "            return \"error\"\n        out.backward"),
+        Mutant("an error called no gradient", "        return \"error\"", "        return \"no_gradient\""),
+        Mutant("exact comparison", "torch.allclose(leaf.grad, ref_leaf.grad)", "torch.equal(leaf.grad, ref_leaf.grad)"),
+        Mutant("a loose rtol", "torch.allclose(leaf.grad, ref_leaf.grad)",
+               "torch.allclose(leaf.grad, ref_leaf.grad, rtol=1e-2)"),
+        Mutant("verdicts swapped", '"correct" if torch.allclose', '"wrong_gradient" if torch.allclose'),
+        Mutant("upstream weights all ones", "weights = torch.randn_like(p)", "weights = torch.ones_like(p)"),
+        Mutant("the reference without the weights", "s[..., 4:]], -1).backward(weights)", "s[..., 4:]], -1).sum().backward()"),
+        Mutant("the candidate without the weights", "out.backward(weights)", "out.sum().backward()"),
+        Mutant("the reference leaf reused", "    leaf = p.clone().requires_grad_()\n", "    leaf = ref_leaf\n"),
+        Mutant("a detached input", "decode(leaf, *consts)", "decode(leaf.detach(), *consts)"),
+        Mutant("backward outside the try", "        out.backward(weights)\n    except Exception:\n        return \"error\"\n",
+               "    except Exception:\n        return \"error\"\n    out.backward(weights)\n"),
+        Mutant("five outputs instead of seven", "torch.randn(2, 3, 4, 5, 7,", "torch.randn(2, 3, 4, 5, 5,"),
+        Mutant("the reference cubes the size", "s[..., 2:4] * 2) ** 2 * consts[1]", "s[..., 2:4] * 2) ** 3 * consts[1]"),
+        Mutant("cached by the decode's name", "def judge_fix(decode):\n",
+               "def judge_fix(decode, _seen={}):\n    if decode.__name__ not in _seen:\n"
+               "        _seen[decode.__name__] = _judge_fix(decode)\n    return _seen[decode.__name__]\n\n"
+               "def _judge_fix(decode):\n"),
+        Mutant("the reference's scores detached", "               s[..., 4:]], -1)", "               s[..., 4:].detach()], -1)"),
+        Mutant("the candidate gets float32", "decode(leaf, *consts)", "decode(leaf.float(), *consts)"),
+        Mutant("catches BaseException", "except Exception:", "except BaseException:",
+               equivalent="no candidate raises outside Exception"),
+        Mutant("positive upstream weights", "weights = torch.randn_like(p)", "weights = torch.rand_like(p)",
+               equivalent="any distinct random weights tell the candidates apart"),
+        Mutant("allclose the other way round", "torch.allclose(leaf.grad, ref_leaf.grad)",
+               "torch.allclose(ref_leaf.grad, leaf.grad)",
+               equivalent="gradients differ by rounding or by far more than the tolerance"),
+        Mutant("a fixed seed", "    p = torch.randn(", "    torch.manual_seed(3)\n    p = torch.randn(",
+               equivalent="every outcome holds for any input"),
+    )),
+}
