@@ -151,3 +151,32 @@ def test_every_box_objective_turns_a_best_objectness_attack_into_the_vanish_atta
     assert history == ref_history
     fig = A.show_vanish(A.attack_model(), images, delta, history)
     assert len(fig.axes) == 9
+
+
+# ----------------------------------------------------------------------------- meta device, mutants
+
+def test_references_run_on_meta_with_a_cpu_stride_and_after_a_device_move():
+    """The meta cases' premise: the references mix only Python numbers and 0-dim CPU tensors."""
+    p, grid, ag, stride = H.decode_case(2, 3, 3, 4, 2, "tensor32", dtype=torch.float16)
+    y = H.reference_decode(p.to("meta"), grid.to("meta"), ag.to("meta"), stride)
+    assert y.device.type == "meta" and y.dtype == torch.float16 and y.shape == p.shape
+    head = H.ReferenceFixedDetect(nc=3, anchors=((9, 9, 12, 12, 15, 15),), ch=(4,))
+    head.stride = torch.tensor([8.0])
+    head.eval()
+    f = torch.randn(1, 4, 3, 5)
+    with torch.no_grad():
+        head([f])
+        head.to("meta")
+        dec, raw = head([f.to("meta")])
+    assert dec.device.type == "meta" and head.grid[0].device.type == "meta"
+
+
+def test_mutants_apply_to_the_reference_solutions():
+    from instructor.hidden.mutation import reference_solution
+
+    for function, target in H.MUTANTS.items():
+        ref = reference_solution(H.ASSIGNMENT, function)
+        live = [m for m in target.mutants if not m.equivalent]
+        assert len(live) >= 20, function
+        for m in target.mutants:
+            assert m.old in ref and m.new != m.old, (function, m.name)

@@ -110,6 +110,33 @@ DECODES = {
         def decode(p, grid, anchor_grid, stride):
             raise NotImplementedError("decode")
     """,
+    # tensors made on the CPU: fine on a CPU-only machine, a device mismatch on a GPU (the meta cases)
+    "cpu_offset": """
+        def decode(p, grid, anchor_grid, stride):
+            s = p.sigmoid()
+            xy = (s[..., 0:2] * 2 - torch.full((1,), 0.5) + grid) * stride
+            wh = (s[..., 2:4] * 2) ** 2 * anchor_grid
+            return torch.cat((xy.to(p.dtype), wh.to(p.dtype), s[..., 4:]), dim=-1)
+    """,
+    "cpu_grid": """
+        from autograder.yolo import make_grid
+        def decode(p, grid, anchor_grid, stride):
+            s = p.sigmoid()
+            xy = (s[..., 0:2] * 2 - 0.5 + make_grid(p.shape[3], p.shape[2])) * stride
+            wh = (s[..., 2:4] * 2) ** 2 * anchor_grid
+            return torch.cat((xy.to(p.dtype), wh.to(p.dtype), s[..., 4:]), dim=-1)
+    """,
+    # correct: Python numbers, 0-dim CPU tensors and tensors made on p's device mix with any device
+    "device_aware": """
+        def decode(p, grid, anchor_grid, stride):
+            s = p.sigmoid()
+            out = torch.empty_like(p)
+            two = p.new_tensor([2.0, 2.0])
+            out[..., 0:2] = (s[..., 0:2] * two - torch.tensor(0.5) + grid) * float(stride)
+            out[..., 2:4] = (s[..., 2:4] * two) ** 2 * anchor_grid * torch.as_tensor(1.0)
+            out[..., 4:] = s[..., 4:]
+            return out
+    """,
 }
 
 FIXED_DETECT = """
@@ -143,7 +170,7 @@ def attack(model, image, eps, steps):
 
 DECODE_CHECKS = ("decode_matches_legacy_tests", "decode_contract_tests", "decode_gradients_tests",
                  "decode_no_inplace_on_saved_tests")
-CORRECT = ("cat_style", "split_cat", "clone_write", "torch_where")
+CORRECT = ("cat_style", "split_cat", "clone_write", "torch_where", "device_aware")
 # wrong decodes: the decode checks each must fail (it must pass the others)
 WRONG = {
     "still_inplace": {"decode_gradients_tests", "decode_no_inplace_on_saved_tests"},
@@ -157,6 +184,8 @@ WRONG = {
     "no_cast": {"decode_contract_tests"},
     "modifies_p": {"decode_contract_tests"},
     "not_implemented": set(DECODE_CHECKS),
+    "cpu_offset": {"decode_contract_tests"},
+    "cpu_grid": {"decode_contract_tests"},
 }
 
 
@@ -228,6 +257,9 @@ def test_each_wrong_decode_fails_exactly_its_checks(style):
     ("still_inplace", "decode_gradients_tests", "written in place"),
     ("still_inplace", "decode_no_inplace_on_saved_tests", "copy_"),
     ("not_implemented", "decode_contract_tests", "not implemented yet"),
+    ("cpu_offset", "decode_contract_tests", "creates a tensor on the CPU while its input is on another device"),
+    ("cpu_grid", "decode_contract_tests", "on a GPU this fails"),
+    ("cpu_grid", "decode_contract_tests", "meta"),
 ])
 def test_failure_messages_name_the_mistake(style, gid, words):
     assert words in verdict(gid, namespace(DECODES[style])).message
@@ -277,6 +309,10 @@ class FixedDetect(FixedDetect):
         "if self.grid[i].shape[2:4] != x[i].shape[2:4] or self.grid[i].device != x[i].device:",
         "if self.grid[i].dim() == 1:"),
     "no_export": FIXED_DETECT.replace("self.training or self.export", "self.training"),
+    "height_only": FIXED_DETECT.replace("self.grid[i].shape[2:4] != x[i].shape[2:4]",
+                                        "self.grid[i].shape[2:3] != x[i].shape[2:3]"),
+    "grid_on_cpu": FIXED_DETECT.replace("self._make_grid(nx, ny).to(x[i].device)", "self._make_grid(nx, ny)"),
+    "no_device_check": FIXED_DETECT.replace(" or self.grid[i].device != x[i].device", ""),
     "objectness_head": "from autograder.attack import ObjectnessHead as FixedDetect\n",
 }
 
@@ -290,10 +326,33 @@ def test_fixed_detect_accepts_a_correct_head():
 @pytest.mark.parametrize("head, words", [("hooks", "gradient"), ("extra_param", "state dict"),
                                          ("not_legacy", "LegacyDetect"), ("legacy", "backward"),
                                          ("stale_grid", "other sizes"), ("no_export", "export mode"),
-                                         ("objectness_head", "gradient")])
+                                         ("objectness_head", "gradient"), ("height_only", "sizes 4x3, 2x5"),
+                                         ("grid_on_cpu", "creates a tensor on the CPU"),
+                                         ("no_device_check", "moved with head.to(device)")])
 def test_fixed_detect_rejects_wrong_heads(head, words):
     v = verdict("fixed_detect_tests", namespace(DECODES["cat_style"], HEADS[head]))
     assert not v.passed and words in v.message, v.message
+
+
+def test_fixed_detect_on_meta_accepts_scalars_and_fails_a_cpu_made_decode():
+    assert verdict("fixed_detect_tests", namespace(DECODES["device_aware"], FIXED_DETECT)).passed
+    v = verdict("fixed_detect_tests", namespace(DECODES["cpu_offset"], FIXED_DETECT))
+    assert not v.passed and "creates a tensor on the CPU" in v.message, v.message
+
+
+def test_meta_cases_judge_only_device_mixing():
+    """What meta cannot run (reading values) is left to the CPU cases; a device mismatch fails."""
+    from autograder.checks import CheckFailed
+    from instructor.hidden import a03_yolo_head as H
+
+    check = H.DecodeContract()
+    meta = [c for c in check.cases() if c["device"] == "meta"]
+    assert meta and all(isinstance(c["stride"], (int, float)) or c["stride"].device.type == "cpu" for c in meta)
+    check.judge(meta[0], {"meta_error": {"type": "NotImplementedError",
+                                         "message": "Cannot copy out of meta tensor; no data!"}})
+    with pytest.raises(CheckFailed, match="creates a tensor on the CPU"):
+        check.judge(meta[0], {"meta_error": {"type": "RuntimeError",
+                                             "message": "Tensor on device cpu is not on the expected device meta!"}})
 
 
 def test_fixed_detect_with_a_wrong_decode_fails():
@@ -314,11 +373,22 @@ def test_attack_check_accepts_pgd():
     (ATTACK.replace("def attack(", "def _pgd(") + "def attack(m, x, eps, steps):\n    return x + _pgd(m, x, eps, steps)\n",
      "budget"),
     (ATTACK.replace("return delta.detach()", "image.add_(delta); return delta.detach()"), "changed the image"),
+    (ATTACK.replace("range(steps)", "range(10)"), "gradient step"),
+    (ATTACK.replace("step = 2.5 * eps / steps", "step = 2.5 * eps / 10"), "does not reach the budget"),
+    (ATTACK.replace(".clamp(-eps, eps)", ".clamp(-16 / 255, 16 / 255)"), "exceeds the budget"),
     ("def attack(model, image, eps, steps):\n    raise NotImplementedError\n", "not implemented yet"),
 ])
 def test_attack_check_rejects_bad_attacks(bad, words):
     v = verdict("attack_tests", namespace(bad))
     assert not v.passed and words in v.message, v.message
+
+
+def test_attack_with_a_last_look_and_no_grad_updates_passes():
+    looks = ATTACK.replace("    return delta.detach()",
+                           "    with torch.no_grad():\n        model(image + delta)\n"
+                           "    model(image + delta)\n    return delta.detach()")
+    v = verdict("attack_tests", namespace(looks))
+    assert v.passed, v.message
 
 
 def test_attack_that_poisons_the_sandbox_model_is_judged_on_the_graders_model():

@@ -341,6 +341,27 @@ def _raised(err: dict, what: str, where: str, fn: str = "decode"):
          hint="run it yourself on an input like the one above and read the traceback.")
 
 
+_DEVICE_MIX = ("is not on the expected device", "Expected all tensors to be on the same device",
+               "to be on the same device", "found at least two devices")
+
+
+def _is_device_mix(text: str) -> bool:
+    return any(m in text for m in _DEVICE_MIX)
+
+
+def _fail_cpu_tensor(fn: str, where: str, text: str, hint: str):
+    """The message of a meta-device case that met a tensor on the CPU."""
+    line = next((l for l in text.splitlines() if "device" in l and "try next" not in l), text)
+    fail(f"{fn}: your code creates a tensor on the CPU while its input is on another device; on a GPU "
+         f"this fails — {hint}", inputs=where, detail=line.strip()[:300],
+         hint="make new tensors on the input's device (device=p.device, torch.zeros_like, p.new_tensor, "
+              ".to(x.device)), or use plain Python numbers: they (and 0-dim tensors) mix with any device.")
+
+
+META_NOTE = ("the `meta` device (shapes and devices only, no values: it stands in for a GPU, "
+             "where a tensor made on the CPU cannot be mixed in)")
+
+
 def _check_shape(y, p, where, what):
     check_tensor(y, what, hint="decode must return the decoded tensor.")
     if tuple(y.shape) != tuple(p.shape):
@@ -444,7 +465,15 @@ class DecodeContract(Check):
     Input space: as for the values (bs 1-4, na 1-4, maps 1-8, nc 1-80, stride number or 0-dim
     tensor), with p float16, float32 or float64 and anchor_grid float32 or p's dtype (the float16 +
     float32 mix is the one that promotes); on the CPU, and on CUDA on a GPU grader (where a tensor
-    made on the CPU inside decode shows).
+    made on the CPU inside decode shows). A CPU-only grader also runs decode on the ``meta`` device
+    (p, grid and anchor_grid there; stride a number, or a 0-dim float32 CPU tensor, which any device
+    accepts, as CUDA does): a tensor made on the CPU inside decode (``torch.zeros(...)``,
+    ``torch.tensor([...])``, ``make_grid(...)`` without ``device=``) meets p there and raises the
+    device mismatch a GPU would raise. Only that mismatch fails a meta case; what meta cannot run
+    (reading values: ``.item()``, ``.cpu()``, ``.tolist()``, copying into a tensor made on the CPU)
+    is not judged there. Still GPU-only: a result left on the CPU by copying into a CPU tensor, a
+    round trip through the CPU, and anything that only CUDA kernels do (float16 arithmetic on the
+    device itself).
     """
     assignment, grade_id, function = ASSIGNMENT, "decode_contract_tests", "decode"
     probe_helpers = (_probe_inputs, _probe_call)
@@ -461,12 +490,26 @@ class DecodeContract(Check):
             for j, s in enumerate(_random_shapes(77 + len(cases), 3)):
                 dtype, adt = self.PAIRS[j % len(self.PAIRS)]
                 cases.append(_decode_data_case(s, dtype, device, adt, seed=60 + j))
+        for k, (shape, (dtype, adt)) in enumerate(zip(DECODE_CASES[:3], self.PAIRS)):
+            case = _decode_data_case(shape, dtype, "cpu", adt, seed=90 + k)
+            case["device"] = "meta"
+            case["label"] = case["label"].replace(" on cpu", " on " + META_NOTE)
+            cases.append(case)
         return cases
 
     @staticmethod
     def probe(ns, case):
         decode = student(ns, "decode")
         p, grid, ag, stride = _probe_inputs(case)
+        if case["device"] == "meta":  # no values: report what ran, where the result lives
+            try:
+                y = decode(p, grid, ag, stride)
+            except Exception as err:  # noqa: BLE001 - meta raises NotImplementedError for data reads
+                return {"meta_error": {"type": type(err).__name__, "message": str(err)[:1500]}}
+            if not isinstance(y, torch.Tensor):
+                return {"meta": {"type": type(y).__name__}}
+            return {"meta": {"type": "Tensor", "device": str(y.device), "shape": list(y.shape),
+                             "dtype": str(y.dtype)}}
         ok, y = _probe_call(decode, p, grid, ag, stride)
         if not ok:
             return {"raised": y}
@@ -476,7 +519,29 @@ class DecodeContract(Check):
             out["dtype"] = str(y.dtype)
         return out
 
+    def _judge_meta(self, case, r):
+        p, ag, where = case["p"], case["anchor_grid"], case["label"]
+        what = f"decode(p {_dname(p.dtype)} on meta, grid float32, anchor_grid {_dname(ag.dtype)})"
+        if "meta_error" in r:
+            if _is_device_mix(r["meta_error"].get("message", "")):
+                _fail_cpu_tensor("decode", where, r["meta_error"]["message"],
+                                 "a tensor made inside decode without device=p.device meets p.")
+            return  # what meta cannot run (reading values) is judged on the CPU cases
+        m = r["meta"]
+        check_true(m.get("type") == "Tensor", f"{what} did not return a tensor", inputs=where, got=m.get("type"))
+        check_true(m["shape"] == list(p.shape), f"{what} has the wrong shape", inputs=where,
+                   expected=str(tuple(p.shape)), got=str(tuple(m["shape"])))
+        if torch.device(m["device"]).type != "meta":
+            fail(f"{what} returned its result on {m['device']}, not on p's device", inputs=where,
+                 expected="meta (p's device)", got=m["device"],
+                 hint="build the result from p and tensors on p.device; a tensor made with torch.zeros(...) "
+                      "without device= lives on the CPU.")
+        check_true(m["dtype"] == str(p.dtype), f"{what} has the wrong dtype", inputs=where,
+                   expected=str(p.dtype), got=m["dtype"], hint="cast each piece with .to(p.dtype) before cat.")
+
     def judge(self, case, r):
+        if case["device"] == "meta":
+            return self._judge_meta(case, r)
         p, grid, ag, stride = _inputs(case)
         where = case["label"]
         what = f"decode(p {_dname(p.dtype)}, grid float32, anchor_grid {_dname(ag.dtype)})"
@@ -674,13 +739,31 @@ def _head_case(shape: dict, dtype, device, seed: int, bs: int, sizes2=None, bs2=
     na, no = len(args["anchors"][0]) // 2, args["nc"] + 5
     n = sum(na * ny * nx for ny, nx in shape["sizes"])
     levels = "; ".join(f"{c} ch {ny}x{nx}" for c, (ny, nx) in zip(args["ch"], shape["sizes"]))
+    other = ", ".join(f"{ny}x{nx}" for ny, nx in sizes2)
     return {"kind": "head", **args, "strides": tuple(float(s) for s in shape["strides"]),
             "state": {k: v.clone() for k, v in legacy.state_dict().items()},
             "calls": calls, "grad_feats": grad_feats,
             "w": torch.randn(bs, n, no, generator=gen, dtype=torch.float64),
             "device": str(device), "dtype": _dname(dtype),
             "label": (f"FixedDetect(nc={args['nc']}, {len(args['ch'])} level(s), na={na}) {_dname(dtype)} on "
-                      f"{torch.device(device).type}, batch {bs}, levels {levels}, then other sizes")}
+                      f"{torch.device(device).type}: the same head called at batch {bs}, levels {levels}; then at "
+                      f"batch {bs2 or bs}, sizes {other}; then at the first sizes again")}
+
+
+def _meta_head_case(shape: dict, dtype, seed: int, bs: int, cpu_first: bool) -> dict:
+    """A head run on the ``meta`` device (shapes only), optionally after a first call on the CPU."""
+    case = _head_case(shape, dtype, "cpu", seed, bs)
+    sizes = "; ".join(f"{ny}x{nx}" for ny, nx in shape["sizes"])
+    other = ", ".join(f"{ny}x{nx}" for ny, nx in
+                      (tuple(f.shape[2:]) for f in case["calls"][1]))
+    first = (f"called once on the CPU at sizes {sizes}, then moved with head.to(device) and called on "
+             if cpu_first else "called on ")
+    case.update(kind="meta_head", cpu_first=cpu_first, device="meta",
+                label=(f"FixedDetect(nc={case['nc']}, {len(case['ch'])} level(s)) {_dname(dtype)}: the same head "
+                       f"{first}{META_NOTE} at sizes {sizes}, then {other}, then in training and export mode"))
+    for k in ("grad_feats", "w"):
+        case.pop(k)
+    return case
 
 
 def _random_heads(seed: int, n: int) -> list[dict]:
@@ -718,6 +801,45 @@ def _probe_head(ns, case):
     return cls, head
 
 
+def _probe_meta_head(head, case, dt):
+    """Shapes and devices of a head's outputs on the meta device (shipped helper)."""
+    def run(feats, dev):
+        try:
+            with torch.no_grad():
+                res = head([f.to(dev, dt) for f in feats])
+        except Exception as err:  # noqa: BLE001 - meta raises NotImplementedError for data reads
+            return {"error": {"type": type(err).__name__, "message": str(err)[:1500]}}
+
+        def info(t):
+            if isinstance(t, torch.Tensor):
+                return {"device": str(t.device), "shape": list(t.shape)}
+            if isinstance(t, (list, tuple)):
+                return {"seq": type(t).__name__, "items": [info(u) for u in t]}
+            return {"type": type(t).__name__}
+        return info(res)
+
+    out = {"calls": []}
+    head.eval()
+    if case["cpu_first"]:
+        head.to("cpu", dt)
+        first = run(case["calls"][0], "cpu")
+        if "error" in first:
+            out["cpu_error"] = first["error"]
+            return out
+    head.to("meta", dt)
+    for feats in case["calls"][:2]:
+        out["calls"].append(run(feats, "meta"))
+        if "error" in out["calls"][-1]:
+            return out
+    head.train()
+    out["train"] = run(case["calls"][0], "meta")
+    head.eval()
+    head.export = True
+    out["export"] = run(case["calls"][0], "meta")
+    head.export = False
+    return out
+
+
 class FixedDetectCheck(Check):
     """``class FixedDetect(LegacyDetect)``: a drop-in head whose decoded output is differentiable.
 
@@ -728,11 +850,21 @@ class FixedDetectCheck(Check):
     with ``strict=True``, and is called repeatedly: eval mode (``(decoded, raw list)``), at other
     sizes and batch sizes (the grid must follow), back at the first size, in training mode and with
     ``export = True`` (the raw list only), then with features that require grad (gradients must
-    equal the reference head's). One more case swaps it into the pretrained detector
-    (``model.with_head(FixedDetect)``) and takes d(objectness, boxes)/d(image) in float64.
+    equal the reference head's); the second call changes only the width, or only the height, in
+    some cases. One more case swaps it into the pretrained detector (``model.with_head(FixedDetect)``)
+    and takes d(objectness, boxes)/d(image) in float64.
+
+    The CPU blind spot: two cases run the head on the ``meta`` device (shapes and devices, no
+    values), one after a first call on the CPU at the same size (then ``head.to(device)``, as a
+    model moved to the GPU after use). A grid made without ``.to(x[i].device)``, a grid kept because
+    only its size is compared, or a tensor made on the CPU in decode meets the input there and
+    raises the mismatch a GPU would raise; only that mismatch (and outputs not on the input's
+    device) fails a meta case. ``self.stride[i]`` (a 0-dim CPU tensor) and Python numbers mix with
+    any device, as on CUDA. Still GPU-only: values computed by CUDA kernels (float16 on the device)
+    and code that reads values on the device (``.item()``, ``.cpu()``), which meta cannot run.
     """
     assignment, grade_id, function = ASSIGNMENT, "fixed_detect_tests", "FixedDetect"
-    probe_helpers = (_probe_call, _probe_head)
+    probe_helpers = (_probe_call, _probe_head, _probe_meta_head)
 
     def cases(self):
         cases = []
@@ -746,6 +878,12 @@ class FixedDetectCheck(Check):
         for j, shape in enumerate(_random_heads(4242, 4)):
             device, dtype = configs[j % len(configs)]
             cases.append(_head_case(shape, dtype, device, seed=150 + j, bs=1 + j % 3, bs2=1 + (j + 1) % 3))
+        # only the width changes (a grid compared on its height alone goes stale), and only the height
+        cases.append(_head_case(HEAD_CASES[2], torch.float32, "cpu", seed=160, bs=2, sizes2=((4, 3), (2, 5))))
+        cases.append(_head_case(HEAD_CASES[0], torch.float64, "cpu", seed=161, bs=1, sizes2=((6, 5),)))
+        # the CPU blind spot: on the meta device a grid (or any tensor) made on the CPU meets the input
+        cases.append(_meta_head_case(HEAD_CASES[2], torch.float32, seed=170, bs=2, cpu_first=True))
+        cases.append(_meta_head_case(HEAD_CASES[3], torch.float16, seed=171, bs=1, cpu_first=False))
         from autograder.detector import synthetic_batch
 
         images, _ = synthetic_batch(2, seed=ATTACK_SEED + 1)
@@ -789,6 +927,8 @@ class FixedDetectCheck(Check):
         if cls is None:
             return head
         head.stride = torch.tensor(case["strides"])
+        if case["kind"] == "meta_head":
+            return _probe_meta_head(head, case, dt)
         head.to(dev, dt)
         out = {"eval": []}
         head.eval()
@@ -864,6 +1004,8 @@ class FixedDetectCheck(Check):
     def judge(self, case, r):
         if case["kind"] == "detector":
             return self._judge_detector(case, r)
+        if case["kind"] == "meta_head":
+            return self._judge_meta(case, r)
         where = case["label"]
         self._class_problems(r)
         legacy, ref, dev, dt = self._heads(case)
@@ -906,6 +1048,43 @@ class FixedDetectCheck(Check):
                        got=describe(got), hint="keep `raw_only = self.training or self.export` and its early return.")
             self._check_raw(got, exp_raw, tol, where, mode)
         self._judge_grads(case, r, ref, dev, dt, tol, where)
+
+    def _judge_meta(self, case, r):
+        where = case["label"]
+        self._class_problems(r)
+        if "cpu_error" in r:
+            e = r["cpu_error"]
+            fail(f"FixedDetect.forward raised {e['type']} in eval mode on the CPU", inputs=where,
+                 detail=e["message"][:800], hint="run it yourself on a head like the one above.")
+        no = case["nc"] + 5
+        na = len(case["anchors"][0]) // 2
+        hint = ("rebuild self.grid[i] on the level's device when its size *or device* differs, as "
+                "LegacyDetect does: self._make_grid(nx, ny).to(x[i].device); and make no tensor in "
+                "decode without device=p.device.")
+        steps = [(f"eval mode, call {n + 1} on meta", got) for n, got in enumerate(r["calls"])]
+        steps += [(mode, r[key]) for key, mode in (("train", "training mode"), ("export", "export mode"))
+                  if key in r]
+        for n, (mode, got) in enumerate(steps):
+            if "error" in got:
+                if _is_device_mix(got["error"].get("message", "")):
+                    _fail_cpu_tensor(f"FixedDetect ({mode})", where, got["error"]["message"], hint)
+                return  # what meta cannot run (reading values) is judged on the CPU cases
+            feats = case["calls"][min(n, 1)] if n < len(r["calls"]) else case["calls"][0]
+            tensors = [got] if "device" in got else []
+            if got.get("seq") == "tuple" and len(got["items"]) == 2:  # (decoded, raw list)
+                dec, raw = got["items"]
+                tensors = [dec] + raw.get("items", [])
+                if "shape" in dec:
+                    n_cells = sum(na * f.shape[2] * f.shape[3] for f in feats)
+                    check_true(dec["shape"] == [len(feats[0]), n_cells, no],
+                               f"FixedDetect's decoded output has the wrong shape ({mode})", inputs=where,
+                               got=str(tuple(dec["shape"])))
+            elif got.get("seq") == "list":
+                tensors = got["items"]
+            for t in tensors:
+                if "device" in t and torch.device(t["device"]).type != "meta":
+                    fail(f"FixedDetect returned a tensor on {t['device']}, not on its input's device ({mode})",
+                         inputs=where, expected="meta (the input's device)", got=t["device"], hint=hint)
 
     @staticmethod
     def _check_raw(raw, exp_raw, tol, where, mode):
@@ -984,9 +1163,13 @@ class AttackCheck(Check):
     Input space: ``model`` the pretrained detector with a head whose decoded objectness is
     differentiable (the probe builds it with :func:`autograder.attack.attack_model`, course code),
     frozen, in eval mode, on the course device; ``image`` a (1, 3, 64, 64) float32 image in [0, 1];
-    ``eps`` 16/255, ``steps`` 10. The first case is the visible test's image (budget, range, shape);
-    the second attacks 4 held-out images one at a time and also wants the mean best objectness,
-    recomputed here from the returned deltas, to drop by at least ``ATTACK_MARGIN``.
+    ``eps`` in (0, 16/255], ``steps`` 1-10. The first case is the visible test's image (budget,
+    range, shape); the second attacks 4 held-out images one at a time (eps 16/255, 10 steps) and
+    also wants the mean best objectness, recomputed here from the returned deltas, to drop by at
+    least ``ATTACK_MARGIN``; two small cases use another budget and step count (4/255 and 3 steps;
+    16/255 and a single step, which with a step of about 2.5 * eps / steps must reach the budget).
+    Every case counts the model evaluations made with gradients on (a forward hook on the head):
+    ``steps`` of them, one per step (one more is tolerated, e.g. a final look).
     """
     assignment, grade_id, function = ASSIGNMENT, "attack_tests", "attack"
 
@@ -999,7 +1182,11 @@ class AttackCheck(Check):
         return [{"images": shown[1:2].clone(), "eps": 16 / 255, "steps": 10, "device": dev, "drop": False,
                  "label": "the notebook's image 1, eps=16/255, steps=10"},
                 {"images": held, "eps": ATTACK_EPS, "steps": ATTACK_STEPS, "device": dev, "drop": True,
-                 "label": f"{ATTACK_N} held-out images, one at a time, eps={ATTACK_EPS:.4f}, steps={ATTACK_STEPS}"}]
+                 "label": f"{ATTACK_N} held-out images, one at a time, eps={ATTACK_EPS:.4f}, steps={ATTACK_STEPS}"},
+                {"images": held[2:3].clone(), "eps": 4 / 255, "steps": 3, "device": dev, "drop": False,
+                 "label": "a held-out image, a smaller budget eps=4/255, steps=3"},
+                {"images": held[3:4].clone(), "eps": 16 / 255, "steps": 1, "device": dev, "drop": False,
+                 "full_step": True, "label": "a held-out image, eps=16/255, a single step (steps=1)"}]
 
     @staticmethod
     def probe(ns, case):
@@ -1012,14 +1199,19 @@ class AttackCheck(Check):
         model = attack_model(case["device"])
         state = {k: v.clone() for k, v in model.state_dict().items()}
         images = case["images"].to(case["device"])
-        deltas, changed = [], []
+        seen = []  # one entry per evaluation of the head: was grad mode on?
+        hook = model.head.register_forward_hook(lambda m, i, o: seen.append(torch.is_grad_enabled()))
+        deltas, changed, grad_calls = [], [], []
         for i in range(images.shape[0]):
             image = images[i:i + 1].clone()
+            seen.clear()
             with contextlib.redirect_stderr(io.StringIO()):  # a text progress bar
                 deltas.append(attack(model, image, case["eps"], case["steps"]))
+            grad_calls.append(sum(seen))
             changed.append(not torch.equal(image, images[i:i + 1]))
+        hook.remove()
         moved = [k for k, v in model.state_dict().items() if not torch.equal(v, state[k])]
-        return {"deltas": deltas, "image_changed": changed, "weights_changed": moved}
+        return {"deltas": deltas, "image_changed": changed, "weights_changed": moved, "grad_calls": grad_calls}
 
     def judge(self, case, r):
         from autograder.detector import best_objectness, load_pretrained
@@ -1047,6 +1239,24 @@ class AttackCheck(Check):
             check_true(lo >= -1e-6 and hi <= 1 + 1e-6, f"{what}: image + delta leaves [0, 1]", inputs=case["label"],
                        expected="0 <= image + delta <= 1", got=f"min {lo:.4f}, max {hi:.4f}",
                        hint="after the budget clamp: delta = (image + delta).clamp(0, 1) - image.")
+            calls = r.get("grad_calls", [steps] * len(images))[i]
+            # (no call at all: nothing was attacked, which the drop below reports)
+            check_true(calls == 0 or steps <= calls <= steps + 1, f"{what} took {calls} gradient step(s)",
+                       inputs=case["label"],
+                       expected=f"{steps}: one model evaluation with gradients per step",
+                       got=f"{calls} evaluation(s) of the model with gradients on",
+                       hint="loop `for _ in tqdm(range(steps))`, one gradient of the best objectness per step.")
+            if case.get("full_step"):
+                moved = delta != 0
+                at_edge = (delta.abs() >= eps * (1 - 1e-3)) | (adv <= 1e-6) | (adv >= 1 - 1e-6)
+                share = float((moved & at_edge).sum()) / max(1, int(moved.sum()))
+                check_true(bool(moved.any()) and share >= 0.9, f"{what}: a single step does not reach the budget",
+                           inputs=case["label"],
+                           expected="|delta| = eps on the pixels it moves (a step of about 2.5 * eps / steps, "
+                                    "then the clamp to eps)",
+                           got=f"{100 * share:.0f} % of the moved pixels at the budget, max |delta| = {worst:.5f}",
+                           hint="the step size follows eps and steps: step = 2.5 * eps / steps; step with "
+                                "grad.sign(), not the raw gradient.")
         check_true(not r["weights_changed"], "attack changed the model's weights", inputs=case["label"],
                    got=", ".join(r["weights_changed"][:5]) if r["weights_changed"] else None,
                    hint="only delta moves; take gradients with torch.autograd.grad(loss, delta).")
@@ -1065,3 +1275,154 @@ class AttackCheck(Check):
                    got=f"mean drop {drop:.4f} (before {float(before.mean()):.3f}, after {float(after.mean()):.3f})",
                    hint="step *against* the gradient: delta = delta - step * grad.sign(), with a step of about "
                         "2.5 * eps / steps; the loss is the best objectness (max over cells and anchors).")
+
+
+# =========================================================================== mutation testing
+
+from .mutation import Mutant, Target  # noqa: E402
+
+_CPU_ONLY = not torch.cuda.is_available()
+
+
+def _gpu_only(reason: str) -> str:
+    """Equivalent on a CPU-only grader (everything is on the CPU); a GPU grader's CUDA cases kill it."""
+    return f"on a CPU-only grader: {reason}" if _CPU_ONLY else ""
+
+
+_DECODE_CHECKS = ("decode_matches_legacy_tests", "decode_contract_tests", "decode_gradients_tests",
+                  "decode_no_inplace_on_saved_tests")
+_XY = "xy = (s[..., 0:2] * 2 - 0.5 + grid) * stride"
+_WH = "wh = (s[..., 2:4] * 2) ** 2 * anchor_grid"
+_CAT = "return torch.cat((xy.to(p.dtype), wh.to(p.dtype), s[..., 4:]), dim=-1)"
+
+MUTANTS = {
+    "decode": Target(checks=_DECODE_CHECKS, mutants=(
+        # the formula
+        Mutant("drop the - 0.5", "* 2 - 0.5 + grid", "* 2 + grid"),
+        Mutant("drop the grid", " + grid)", ")"),
+        Mutant("no stride on xy", ") * stride", ")"),
+        Mutant("stride on wh too", "** 2 * anchor_grid", "** 2 * anchor_grid * stride"),
+        Mutant("no square on wh", "(s[..., 2:4] * 2) ** 2", "(s[..., 2:4] * 2)"),
+        # slices (off by one) and pieces
+        Mutant("xy from columns 1:3", "s[..., 0:2]", "s[..., 1:3]"),
+        Mutant("wh from columns 0:2", "s[..., 2:4]", "s[..., 0:2]"),
+        Mutant("scores from column 5 (objectness dropped)", "s[..., 4:]", "s[..., 5:]"),
+        Mutant("scores from column 3 (one column too many)", "s[..., 4:]", "s[..., 3:]"),
+        Mutant("xy and wh swapped in the cat", "(xy.to(p.dtype), wh.to(p.dtype),", "(wh.to(p.dtype), xy.to(p.dtype),"),
+        # dtype
+        Mutant("xy not cast back to p.dtype", "xy.to(p.dtype)", "xy"),
+        Mutant("wh not cast back to p.dtype", "wh.to(p.dtype)", "wh"),
+        Mutant("sigmoid in float64", "s = p.sigmoid()", "s = p.double().sigmoid()"),
+        # autograd: writes into the saved sigmoid, graph cut or hidden
+        Mutant("in-place write into the sigmoid's output", _XY,
+               "s[..., 0:2] = (s[..., 0:2] * 2 - 0.5 + grid) * stride\n    xy = s[..., 0:2].clone()"),
+        Mutant("sigmoid_ on p", "s = p.sigmoid()", "s = p.sigmoid_()"),
+        Mutant("detached sigmoid", "s = p.sigmoid()", "s = p.detach().sigmoid()"),
+        Mutant("wh detached", "wh.to(p.dtype)", "wh.detach().to(p.dtype)"),
+        Mutant("xy under no_grad", _XY, "with torch.no_grad():\n        " + _XY),
+        Mutant(".data writes into the sigmoid", _CAT,
+               "s.data[..., 0:2] = xy\n    s.data[..., 2:4] = wh\n    return s"),
+        # the CPU blind spot: tensors made on the CPU (the meta cases catch them)
+        Mutant("grid rebuilt inside decode on the CPU", " + grid)", " + make_grid(p.shape[3], p.shape[2]))"),
+        Mutant("a 1-element CPU tensor for the offset", "- 0.5", "- torch.full((1,), 0.5)"),
+        Mutant("result assembled with torch.zeros made on the CPU", _CAT,
+               "return torch.cat((torch.zeros(p.shape[:-1] + (0,), dtype=p.dtype), xy.to(p.dtype), "
+               "wh.to(p.dtype), s[..., 4:]), dim=-1)"),
+        Mutant("written into torch.zeros made on the CPU", _CAT,
+               "out = torch.zeros(p.shape, dtype=p.dtype)\n    out[..., 0:2] = xy\n    out[..., 2:4] = wh\n"
+               "    out[..., 4:] = s[..., 4:]\n    return out",
+               equivalent=_gpu_only("meta cannot copy into a CPU tensor, so it is not judged there; a GPU "
+                                    "grader finds the result on the CPU")),
+        # equivalent rewrites
+        Mutant("0-dim CPU tensor for the offset", "- 0.5", "- torch.tensor(0.5)",
+               equivalent="a 0-dim CPU tensor mixes with any device (as on CUDA) and does not promote p's dtype"),
+        Mutant("cast once after the cat", _CAT,
+               "return torch.cat((xy, wh, s[..., 4:]), dim=-1).to(p.dtype)",
+               equivalent="the cat promotes, then one cast rounds each value exactly as the per-piece casts"),
+        Mutant("written into a clone of the sigmoid", _CAT,
+               "out = s.clone()\n    out[..., 0:2] = xy\n    out[..., 2:4] = wh\n    return out",
+               equivalent="autograd saved s, not its clone; copy_ casts each piece into p's dtype"),
+    )),
+    "FixedDetect": Target(checks=("fixed_detect_tests",), mutants=(
+        # modes and returns
+        Mutant("ignores training mode", "self.training or self.export", "self.export"),
+        Mutant("ignores export", "self.training or self.export", "self.training"),
+        Mutant("always decodes (never raw only)", "raw_only = self.training or self.export", "raw_only = False"),
+        Mutant("raw list returned reversed", "return x if raw_only", "return x[::-1] if raw_only"),
+        Mutant("eval mode returns the decoded boxes only", "(torch.cat(z, 1), x)", "torch.cat(z, 1)"),
+        Mutant("eval mode returns (raw, decoded)", "(torch.cat(z, 1), x)", "(x, torch.cat(z, 1))"),
+        Mutant("z not concatenated (first level only)", "(torch.cat(z, 1), x)", "(z[0], x)"),
+        # the grid
+        Mutant("grid never rebuilt on a size change", "self.grid[i].shape[2:4] != x[i].shape[2:4] or ", ""),
+        Mutant("grid built once, cached across sizes", "self.grid[i].shape[2:4] != x[i].shape[2:4] or "
+               "self.grid[i].device != x[i].device", "self.grid[i].dim() == 1"),
+        Mutant("grid compared on its height only", "self.grid[i].shape[2:4] != x[i].shape[2:4]",
+               "self.grid[i].shape[2:3] != x[i].shape[2:3]"),
+        Mutant("grid compared on its width only", "self.grid[i].shape[2:4] != x[i].shape[2:4]",
+               "self.grid[i].shape[3:4] != x[i].shape[3:4]"),
+        Mutant("grid (nx, ny) swapped", "self._make_grid(nx, ny)", "self._make_grid(ny, nx)"),
+        Mutant("one grid for every level", "decode(x[i], self.grid[i],", "decode(x[i], self.grid[0],"),
+        # devices (the meta cases)
+        Mutant("grid left on the CPU", "self._make_grid(nx, ny).to(x[i].device)", "self._make_grid(nx, ny)"),
+        Mutant("grid kept after a device change", " or self.grid[i].device != x[i].device", ""),
+        Mutant("the stride as a 1-element CPU tensor", "self.stride[i])", "self.stride[i:i + 1])"),
+        # shapes
+        Mutant("(ny, nx) unpacked as (nx, ny)", "bs, _, ny, nx = x[i].shape", "bs, _, nx, ny = x[i].shape"),
+        Mutant("view without the permute", "x[i].view(bs, self.na, self.no, ny, nx).permute(0, 1, 3, 4, 2)",
+               "x[i].view(bs, self.na, ny, nx, self.no)"),
+        Mutant("permute (0, 1, 4, 3, 2)", "permute(0, 1, 3, 4, 2)", "permute(0, 1, 4, 3, 2)"),
+        Mutant("decoded level viewed as (bs, no, -1)", "y.view(bs, -1, self.no)",
+               "y.view(bs, self.no, -1).transpose(1, 2)"),
+        Mutant("level 0's anchors everywhere", "self.anchor_grid[i]", "self.anchor_grid[0]"),
+        # autograd
+        Mutant("decode of detached features", "decode(x[i],", "decode(x[i].detach(),"),
+        Mutant("decoded level detached", "z.append(y.view(bs, -1, self.no))", "z.append(y.view(bs, -1, self.no).detach())"),
+        Mutant("the legacy in-place decode", "y = decode(", "y = legacy_decode("),
+        # equivalent rewrites
+        Mutant("no .contiguous()", ".permute(0, 1, 3, 4, 2).contiguous()", ".permute(0, 1, 3, 4, 2)",
+               equivalent="the raw maps' values do not depend on their layout, and decode's torch.cat "
+                          "returns a new contiguous tensor to view"),
+        Mutant("grid made on the device directly", "self._make_grid(nx, ny).to(x[i].device)",
+               "make_grid(nx, ny, device=x[i].device)", equivalent="the same float32 grid, on x[i]'s device"),
+        Mutant("the stride as a Python float", "self.stride[i])", "float(self.stride[i]))",
+               equivalent="the stride is a 0-dim tensor: the same number"),
+    )),
+    "attack": Target(checks=("attack_tests",), mutants=(
+        Mutant("wrong sign of the step (ascent)", "- step * grad.sign()", "+ step * grad.sign()"),
+        Mutant("no clamp to eps", ".clamp(-eps, eps)", ""),
+        Mutant("clamp to a fixed 16/255", ".clamp(-eps, eps)", ".clamp(-16 / 255, 16 / 255)"),
+        Mutant("no clamp to [0, 1]", "delta = (image + delta).clamp(0, 1) - image", "pass"),
+        Mutant("step size 0", "step = 2.5 * eps / steps", "step = 0.0"),
+        Mutant("step size ignores steps (2.5 * eps / 10)", "step = 2.5 * eps / steps", "step = 2.5 * eps / 10"),
+        Mutant("a tiny step (eps / 255 / steps)", "step = 2.5 * eps / steps", "step = eps / 255 / steps"),
+        Mutant("raw gradient instead of its sign", "step * grad.sign()", "step * grad"),
+        Mutant("returns image + delta", "return delta.detach()", "return (image + delta).detach()"),
+        Mutant("returns the clamped image, not delta", "(image + delta).clamp(0, 1) - image",
+               "(image + delta).clamp(0, 1)"),
+        Mutant("returns -delta", "return delta.detach()", "return -delta.detach()"),
+        Mutant("ignores steps (always 10)", "range(steps)", "range(10)"),
+        Mutant("one step fewer", "range(steps)", "range(steps - 1)"),
+        Mutant("a single step", "range(steps)", "range(1)"),
+        Mutant("minimises the lowest objectness", "decoded[..., 4].amax()", "decoded[..., 4].amin()"),
+        Mutant("attacks the box width instead of the objectness", "decoded[..., 4]", "decoded[..., 2]"),
+        Mutant("gradient of the clean image (delta unused)", "model(image + delta)", "model(image + 0 * delta.detach())"),
+        Mutant("writes the result into the image", "    return delta.detach()",
+               "    image += delta\n    return delta.detach()"),
+        Mutant("no detach between steps, gradient read from delta.grad",
+               "(grad,) = torch.autograd.grad(best, delta)\n        delta = (delta.detach() - step",
+               "best.backward()\n        grad = delta.grad\n        delta = (delta - step"),
+        Mutant("only the last step kept", "delta = (delta.detach() - step * grad.sign())",
+               "delta = (torch.zeros_like(delta) - step * grad.sign())"),
+        Mutant("delta made on the CPU", "delta = torch.zeros_like(image)", "delta = torch.zeros(image.shape)",
+               equivalent=_gpu_only("the image is on the CPU too")),
+        Mutant("no detach between steps, autograd.grad", "delta = (delta.detach() - step", "delta = (delta - step",
+               equivalent="autograd.grad with respect to the current delta (a non-leaf) is the same gradient; "
+                          "the earlier steps' graph is only kept alive, never used"),
+        Mutant("backward() into delta.grad", "(grad,) = torch.autograd.grad(best, delta)",
+               "best.backward()\n        grad = delta.grad",
+               equivalent="delta is a new leaf each step and the weights are frozen: the same gradient"),
+        Mutant("the raw objectness logit", "decoded, _ = model(image + delta)\n        best = decoded[..., 4].amax()",
+               "_, raw = model(image + delta)\n        best = torch.cat([r[..., 4].flatten() for r in raw]).amax()",
+               equivalent="sigmoid is increasing: the same best cell and the same gradient signs"),
+    )),
+}
