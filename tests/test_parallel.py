@@ -71,3 +71,32 @@ def test_a_dying_worker_is_retried_and_a_killer_is_flagged(tmp_path):
     assert sum(float(v or 0) for q, v in rows[("bob", "00_orientation")].items() if not q.startswith("_")) == 8
     assert sum(float(v or 0) for q, v in rows[("cat", "00_orientation")].items() if not q.startswith("_")) == 2
     assert sum(float(v or 0) for q, v in rows[("dan", "00_orientation")].items() if not q.startswith("_")) == 8
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_interrupted_batch_resumes_without_grading_anything_twice(tmp_path, jobs):
+    incoming = tmp_path / "incoming"
+    expected = {}
+    for s in samples.load_samples("00_orientation"):
+        name, nb = samples.build_notebook(s)
+        (incoming / s.student / "00_orientation").mkdir(parents=True)
+        nbformat.write(nb, incoming / s.student / "00_orientation" / name)
+        expected[s.student] = s.expect_auto
+    work = tmp_path / "work"
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    cmd = [sys.executable, "-m", "autograder", "grade", str(incoming), "--workdir", str(work / "course"),
+           "--out", str(work), "--no-progress", "--jobs", str(jobs)]
+    killed = subprocess.run(cmd, cwd=REPO, env=dict(env, COURSE_GRADING_STOP_AFTER="2"), capture_output=True,
+                            text=True, timeout=900)
+    assert killed.returncode == 137, killed.stdout[-2000:] + killed.stderr[-2000:]
+    assert not (work / "grades.csv").exists()  # never half-written
+    ledger = __import__("json").loads((work / "course" / "grading-ledger.json").read_text())
+    assert len(ledger) >= 2
+    again = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    assert f"{len(ledger)} submission(s) unchanged since they were last graded" in again.stdout, again.stdout
+    with (work / "grades.csv").open() as f:
+        got = {r["student"]: float(r["auto_score"]) for r in csv.DictReader(f)}
+    assert got == expected
+    ledger = __import__("json").loads((work / "course" / "grading-ledger.json").read_text())
+    assert {k: v["times"] for k, v in ledger.items()} == {f"{s}/00_orientation": 1 for s in expected}

@@ -77,18 +77,20 @@ def cmd_release(args) -> int:
     return 0
 
 
-def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: bool = True, jobs: int = 1) -> int:
+def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: bool = True, jobs: int = 1,
+                      force: bool = False) -> int:
     _print_problems(problems)
     if not subs:
         print("error: nothing to grade", file=sys.stderr)
         return 1
     t0 = time.perf_counter()
-    results = course.grade(subs, workdir, progress=progress, jobs=jobs)
+    results = course.grade(subs, workdir, progress=progress, jobs=jobs, force=force)
     totals, by_q = course.write_csv(results, outdir)
     print(_table(results))
     for r in results:
         for note in r.notes:
-            print(f"note: {r.student}/{r.assignment}: {note}")
+            if "not graded again" not in note:
+                print(f"note: {r.student}/{r.assignment}: {note}")
     flagged = [r for r in results if r.flags or r.integrity]
     if flagged:
         print(f"\n{len(flagged)} submission(s) flagged (also in grades.csv and at the top of their feedback):")
@@ -104,8 +106,19 @@ def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: boo
     failed = [r for r in results if not r.ok]
     for r in failed:
         print(f"error: {r.student}/{r.assignment}: grading failed: {r.error}", file=sys.stderr)
-    print(f"\ngraded {len(results) - len(failed)} of {len(results)} submission(s) in "
-          f"{time.perf_counter() - t0:.1f} s; {len(problems)} file(s) skipped")
+    times = sorted(r.seconds for r in results)
+    if times:
+        def pct(q):
+            return times[min(len(times) - 1, int(round(q * (len(times) - 1))))]
+
+        slowest = sorted(results, key=lambda r: -r.seconds)[:3]
+        print(f"\nper notebook: p50 {pct(0.5):.1f} s, p95 {pct(0.95):.1f} s; slowest: "
+              + ", ".join(f"{r.student}/{r.assignment} {r.seconds:.1f} s" for r in slowest))
+    took = time.perf_counter() - t0
+    fresh = [r for r in results if not any("not graded again" in n for n in r.notes)]
+    print(f"\ngraded {len(results) - len(failed)} of {len(results)} submission(s) in {took:.1f} s "
+          f"({len(fresh)} graded in this run, {60 * len(fresh) / max(took, 1e-9):.1f} notebooks/min); "
+          f"{len(problems)} file(s) skipped")
     print(f"grades:   {totals}\n          {by_q}")
     print(f"feedback: {workdir / 'feedback'}/<student>/<assignment>/*.html")
     return 1 if (problems or failed) else 0
@@ -115,7 +128,7 @@ def cmd_grade(args) -> int:
     subs, problems = course.collect_submissions(Path(args.submissions))
     workdir = Path(args.workdir)
     return _grade_and_report(subs, problems, workdir, Path(args.out or workdir), not args.no_progress,
-                             jobs=args.jobs or (os.cpu_count() or 1))
+                             jobs=args.jobs or (os.cpu_count() or 1), force=args.force)
 
 
 def cmd_selfgrade(args) -> int:
@@ -206,6 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--jobs", "-j", type=int, default=None,
                    help="grade this many submissions at once (default: the number of cores; 1: one at a time)")
+    p.add_argument("--force", action="store_true",
+                   help="grade every submission again, also those unchanged since they were last graded")
     p.set_defaults(func=cmd_grade)
 
     p = sub.add_parser("selfgrade", help="grade one filled-in notebook against the hidden tests")

@@ -389,7 +389,7 @@ def _scores(api, assignment: str, student: str) -> list[QuestionScore]:
 
 
 def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progress: bool = True,
-          root: Path = REPO, jobs: int = 1) -> list[Result]:
+          root: Path = REPO, jobs: int = 1, force: bool = False) -> list[Result]:
     """Autograde each submission in the course folder ``workdir`` (created if needed).
 
     The submitted files are copied to ``workdir/submitted/<student>/<assignment>/``; nbgrader
@@ -415,14 +415,35 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
 
     limits = Limits.from_config(load_config(workdir))
     warn_if_unsandboxed()
-    if jobs > 1 and len(subs) > 1:
+    ledger = Ledger(workdir)
+    done: dict[int, Result] = {}
+    todo: list[int] = []
+    for i, sub in enumerate(subs):
+        earlier = None if force else ledger.unchanged(sub)
+        if earlier is not None:
+            earlier.notes.append("unchanged since it was last graded: not graded again (--force regrades)")
+            done[i] = earlier
+        else:
+            todo.append(i)
+    if done:
+        print(f"{len(done)} submission(s) unchanged since they were last graded: kept their grades "
+              f"({len(todo)} to grade)", flush=True)
+
+    def on_result(i: int, res: Result) -> None:
+        done[i] = res
+        ledger.record(subs[i], res)
+        _injected_stop(len(done) - (len(subs) - len(todo)))
+
+    if jobs > 1 and len(todo) > 1:
         from .parallel import grade_parallel
 
-        return grade_parallel(subs, workdir, jobs=jobs, feedback=feedback, progress=progress, limits=limits)
+        grade_parallel([subs[i] for i in todo], workdir, jobs=jobs, feedback=feedback, progress=progress,
+                       limits=limits, on_result=lambda k, res: on_result(todo[k], res))
+        return [done[i] for i in range(len(subs))]
     sandboxed_api = _api(workdir, sandboxed=True)
-    results = []
-    bar = tqdm(subs, desc="autograding", unit="notebook", disable=not progress, file=sys.stdout)
-    for sub in bar:
+    bar = tqdm(todo, desc="autograding", unit="notebook", disable=not progress, file=sys.stdout)
+    for i in bar:
+        sub = subs[i]
         bar.set_postfix_str(f"{sub.student}/{sub.assignment}")
         res = Result(sub.student, sub.assignment, ok=False)
         _stage(sub, workdir / "submitted" / sub.student / sub.assignment, workdir, res)
@@ -435,9 +456,71 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
         if res.flags and progress:
             bar.write(f"flagged: {sub.student}/{sub.assignment}: {res.flags[0]}"
                       + (f" (+{len(res.flags) - 1} more)" if len(res.flags) > 1 else ""))
-        results.append(res)
+        on_result(i, res)
     bar.close()
-    return results
+    return [done[i] for i in range(len(subs))]
+
+
+def _injected_stop(graded_now: int) -> None:
+    """Fault injection for the tests: ``COURSE_GRADING_STOP_AFTER=K`` ends this process (as a killed
+    machine would) right after the K-th submission of this run was recorded."""
+    limit = os.environ.get("COURSE_GRADING_STOP_AFTER")
+    if limit and graded_now >= int(limit):
+        os._exit(137)
+
+
+class Ledger:
+    """What was graded, from which files: ``<workdir>/grading-ledger.json``, rewritten atomically
+    (temporary file, then rename) after each recorded submission. A rerun skips submissions whose
+    files hash the same and whose grade is in the gradebook; ``times`` counts gradings of each."""
+
+    def __init__(self, workdir: Path):
+        self.path = Path(workdir) / "grading-ledger.json"
+        try:
+            self.data = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        except (OSError, ValueError):
+            self.data = {}
+
+    @staticmethod
+    def key(sub: Submission) -> str:
+        return f"{sub.student}/{sub.assignment}"
+
+    @staticmethod
+    def digest(sub: Submission) -> str:
+        import hashlib
+
+        h = hashlib.sha256()
+        for nb in sorted(sub.notebooks, key=lambda p: p.name):
+            h.update(nb.name.encode() + b"\0" + nb.read_bytes() + b"\0")
+        return h.hexdigest()
+
+    def unchanged(self, sub: Submission) -> "Result | None":
+        entry = self.data.get(self.key(sub))
+        if not entry or entry.get("hash") != self.digest(sub) or not entry["result"].get("ok"):
+            return None
+        r = dict(entry["result"])
+        r["questions"] = [QuestionScore(**q) for q in r["questions"]]
+        r["feedback"] = [Path(p) for p in r["feedback"]]
+        r["autograded"] = [Path(p) for p in r["autograded"]]
+        return Result(**r)
+
+    def record(self, sub: Submission, res: Result) -> None:
+        from dataclasses import asdict
+
+        result = asdict(res)
+        result["feedback"] = [str(p) for p in res.feedback]
+        result["autograded"] = [str(p) for p in res.autograded]
+        result["executed"], result["verdicts"], result["notes"] = {}, res.verdicts, []
+        entry = self.data.get(self.key(sub), {})
+        self.data[self.key(sub)] = {"hash": self.digest(sub), "result": result, "times": entry.get("times", 0) + 1,
+                                    "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        _write_atomically(self.path, json.dumps(self.data, indent=1, default=str))
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def _grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback: bool,
@@ -594,7 +677,7 @@ def write_csv(results: list[Result], dest_dir: Path) -> tuple[Path, Path]:
     """``grades.csv`` (one row per student and assignment) and ``grades_by_question.csv``."""
     dest_dir.mkdir(parents=True, exist_ok=True)
     totals, by_q = dest_dir / "grades.csv", dest_dir / "grades_by_question.csv"
-    with totals.open("w", newline="") as f:
+    with (tmp_totals := totals.with_name(".grades.csv.tmp")).open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["student", "assignment", "status", "auto_score", "auto_max", "manual_pending",
                     "autograde_seconds", "confirm_seconds", "flags", "integrity"])
@@ -602,13 +685,15 @@ def write_csv(results: list[Result], dest_dir: Path) -> tuple[Path, Path]:
             w.writerow([r.student, r.assignment, "graded" if r.ok else "error: " + r.error,
                         f"{r.auto_score:g}", f"{r.auto_max:g}", f"{r.manual_pending:g}", f"{r.seconds:.1f}",
                         f"{r.confirm_seconds:.1f}", " | ".join(r.flags), " | ".join(r.integrity)])
-    with by_q.open("w", newline="") as f:
+    with (tmp_by_q := by_q.with_name(".grades_by_question.csv.tmp")).open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["student", "assignment", "question", "kind", "score", "max_score"])
         for r in results:
             for q in r.questions:
                 w.writerow([r.student, r.assignment, q.grade_id, q.kind,
                             "" if q.score is None else f"{q.score:g}", f"{q.max_score:g}"])
+    os.replace(tmp_totals, totals)  # never half-written: a rename is atomic
+    os.replace(tmp_by_q, by_q)
     return totals, by_q
 
 

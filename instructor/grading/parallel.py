@@ -98,7 +98,7 @@ def _course_config(workdir: Path) -> str | None:
 
 
 def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback: bool, progress: bool,
-                   limits) -> list[Result]:
+                   limits, on_result=None) -> list[Result]:
     """Grade ``subs`` with ``jobs`` worker processes; results in the order of ``subs``."""
     from nbgrader.apps import NbGraderAPI
     from tqdm.auto import tqdm
@@ -127,6 +127,8 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
                 res.ok, res.error = False, f"recording failed: {type(err).__name__}: {err}"
             res.seconds += time.perf_counter() - t0
         results[i] = res
+        if on_result is not None:
+            on_result(i, res)
         bar.update(1)
         bar.set_postfix_str(f"{sub.student}/{sub.assignment}")
         if res.flags and progress:

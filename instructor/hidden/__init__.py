@@ -24,6 +24,7 @@ this package and runs the check on the notebook's own namespace.
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import inspect
 import textwrap
@@ -78,14 +79,19 @@ class Verdict:
         return {"passed": self.passed, "message": self.message, "cases": self.cases}
 
 
-def checks_for(assignment: str) -> list[Check]:
-    """Every check of an assignment, in the order of its module."""
+@functools.lru_cache(maxsize=None)
+def _check_classes(assignment: str) -> tuple[type, ...]:
     module = importlib.import_module(ASSIGNMENT_MODULES[assignment])
     found = [obj for obj in vars(module).values()
              if inspect.isclass(obj) and issubclass(obj, Check) and obj is not Check
              and getattr(obj, "grade_id", None) and obj.__module__ == module.__name__]
-    found.sort(key=lambda c: inspect.getsourcelines(c)[1])
-    return [c() for c in found]
+    found.sort(key=lambda c: c.probe.__code__.co_firstlineno)  # module order, without re-reading sources
+    return tuple(found)
+
+
+def checks_for(assignment: str) -> list[Check]:
+    """Every check of an assignment, in the order of its module (fresh instances)."""
+    return [c() for c in _check_classes(assignment)]
 
 
 def find_check(grade_id: str, assignment: str | None = None) -> Check:
@@ -96,13 +102,18 @@ def find_check(grade_id: str, assignment: str | None = None) -> Check:
     raise KeyError(f"no hidden check confirms the test cell '{grade_id}'")
 
 
-def probe_source(check: Check) -> str:
+@functools.lru_cache(maxsize=None)
+def _probe_source(cls: type) -> str:
     """The text shipped into the sandbox: the helpers, then ``def probe(ns, case)``."""
-    parts = [textwrap.dedent(inspect.getsource(h)) for h in check.probe_helpers]
-    src = textwrap.dedent(inspect.getsource(type(check).probe))
+    parts = [textwrap.dedent(inspect.getsource(h)) for h in cls.probe_helpers]
+    src = textwrap.dedent(inspect.getsource(cls.probe))
     lines = [l for l in src.splitlines() if l.strip() != "@staticmethod"]
     parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"
+
+
+def probe_source(check: Check) -> str:
+    return _probe_source(type(check))
 
 
 def _error_message(check: Check, case: dict, err: dict) -> str:

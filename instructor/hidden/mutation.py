@@ -62,11 +62,13 @@ class MutantResult:
 
     @property
     def ok(self) -> bool:
-        """Killed when it should be, alive when it is equivalent."""
+        """Killed when it should be, alive when it is equivalent; a broken mutant is never ok."""
+        if self.error:
+            return False
         return (not self.killed) if self.mutant.equivalent else self.killed
 
 
-_MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", re.M)
+_MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*(\n|\Z)", re.M)
 
 
 def _source_notebook(assignment: str):
@@ -125,9 +127,10 @@ def judge_source(assignment: str, checks: tuple[str, ...], source: str) -> list[
     ns = dict(notebook_namespace(assignment))
     failed = []
     with contextlib.redirect_stdout(io.StringIO()):
+        code = compile(source, "<mutant>", "exec")  # a mutant that does not compile is a broken mutant
         try:
-            exec(compile(source, "<mutant>", "exec"), ns)
-        except Exception:  # noqa: BLE001 - a mutant that does not even define its function
+            exec(code, ns)
+        except Exception:  # noqa: BLE001 - a mutant whose cell raises: its function is not defined
             return list(checks)
         for gid in checks:
             if not run_in_process(gid, ns, assignment).passed:
@@ -146,8 +149,8 @@ def run_mutants(assignments=None, progress: bool = False) -> list[MutantResult]:
                 try:
                     failed = judge_source(assignment, target.checks, apply(reference, mutant))
                     results.append(MutantResult(assignment, function, mutant, bool(failed), failed))
-                except ValueError as err:
-                    results.append(MutantResult(assignment, function, mutant, False, error=str(err)))
+                except (ValueError, SyntaxError) as err:  # not applicable or not Python: the mutant is broken
+                    results.append(MutantResult(assignment, function, mutant, False, error=f"BROKEN MUTANT: {err}"))
                 if progress:
                     print(f"  {assignment}/{function}: {mutant.name} "
                           f"{'killed' if results[-1].killed else 'ALIVE'} ({time.perf_counter() - t0:.1f} s)",
