@@ -92,6 +92,17 @@ def _injected_fault(student: str) -> None:
         os._exit(137)
 
 
+def _die_with_parent() -> None:
+    """Worker initializer: when the grading process dies (a crash, a kill), its workers die too."""
+    try:
+        import ctypes
+        import signal as _signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(_signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - not Linux: workers end when their queue closes
+        pass
+
+
 def _course_config(workdir: Path) -> str | None:
     local = workdir / "nbgrader_config.py"
     return local.read_text() if local.is_file() and local.resolve().parent != REPO.resolve() else None
@@ -137,7 +148,7 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
 
     def run_pool(indices: list[int], workers: int) -> list[int]:
         """Grade ``indices``; return those whose worker died (the pool broke under them)."""
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_die_with_parent)
         futures = {pool.submit(execute, subs[i].student, subs[i].assignment, [str(p) for p in staged[i][1]],
                                config_text, limits.__dict__): i for i in indices}
         lost = []
