@@ -138,6 +138,45 @@ class InplaceWrite:
     caller: Site | None
     version_before: int
     version_after: int
+    via: str = ""           # who wrote, when not the user's own line: "optimizer SGD.step", "module ReLU(inplace=True)"
+
+
+def _library_writer() -> str:
+    """Who really wrote, when it was not a line of the user's own: 'optimizer SGD.step',
+    'module ReLU(inplace=True)' or 'function Bad.forward' (a custom autograd.Function); else ''."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = frame.f_code.co_filename.replace(os.sep, "/")
+        me = frame.f_locals.get("self")
+        if "/torch/optim/" in path and isinstance(me, torch.optim.Optimizer):
+            return f"optimizer {type(me).__name__}.{frame.f_code.co_name}"
+        if "/torch/nn/" in path and isinstance(me, torch.nn.Module) and getattr(me, "inplace", False):
+            return f"module {type(me).__name__}(inplace=True)"
+        if frame.f_code.co_name == "forward" and "ctx" in frame.f_locals and not _is_internal(path) and \
+                isinstance(frame.f_locals["ctx"], torch.autograd.function.FunctionCtx):
+            return f"function {getattr(frame.f_code, 'co_qualname', 'forward')}"
+        frame = frame.f_back
+    return ""
+
+
+_WRITER_WORDS = {
+    "optimizer": "(the optimizer's {name}() updated a parameter in place: every optimizer writes the new "
+                 "weights into the old tensor; the saved tensor is that parameter or a view of it, e.g. a "
+                 "Linear layer's weight transposed)",
+    "module": "(the layer {name} wrote its result into its input: that input is what the op before it "
+              "saved for backward)",
+    "function": "(the custom autograd.Function {name} wrote into its input; an input written in place "
+                "must be marked with ctx.mark_dirty(x), and here that input is needed by the op that made it)",
+}
+_WRITER_FIX = {
+    "optimizer": "  Fix: call the optimizer's step() only after every backward that still needs the old weights "
+                 "(in a GAN: finish the generator's backward through D before opt_d.step()), or run the "
+                 "forward again after the step so backward sees the new weights.",
+    "module": "  Fix: make that layer out of place (inplace=False), or put it after an op that does not "
+              "save its output (e.g. after a Linear layer, not after a sigmoid or tanh).",
+    "function": "  Fix: in forward, write into a clone (x = x.clone()) or return a new tensor; if the write in "
+                "place is intended, call ctx.mark_dirty(x) and do not feed it a tensor another op saved.",
+}
 
 
 @dataclasses.dataclass
@@ -289,14 +328,16 @@ class _Recorder(TorchDispatchMode):
         written = _written_tensors(func, args, kwargs)
         before = [t._version for t in written]
         out = func(*args, **kwargs)
-        self.pending.append((func, _user_sites(), written, before, out))
+        # who wrote (an optimizer, an inplace=True layer, a custom Function): known only now, on this stack
+        writer = _library_writer() if written else ""
+        self.pending.append((func, _user_sites(), written, before, out, writer))
         return out
 
     def flush(self) -> None:
         pending, self.pending = self.pending, []
-        for func, sites, written, before, out in pending:
+        for func, sites, written, before, out, writer in pending:
             for t in written:
-                self._check_write(t, func, sites)
+                self._check_write(t, func, sites, writer)
             for t in (*_tensors(out), *written):
                 if t.grad_fn is not None:
                     self._discover(t.grad_fn, func, sites)
@@ -329,7 +370,7 @@ class _Recorder(TorchDispatchMode):
         if len(self.nodes) > self._prune_at:
             self._prune()
 
-    def _check_write(self, t: torch.Tensor, func, sites) -> None:
+    def _check_write(self, t: torch.Tensor, func, sites, writer: str = "") -> None:
         """After a write, let PyTorch's own check tell which saves it broke."""
         key = _storage_key(t)
         entries = self.by_storage.get(key) if key is not None else None
@@ -347,7 +388,8 @@ class _Recorder(TorchDispatchMode):
                 if now != record.current_version:
                     record.writes.append(InplaceWrite(
                         _op_name(func), sites[0] if sites else None,
-                        sites[1] if len(sites) > 1 else None, record.current_version, now))
+                        sites[1] if len(sites) > 1 else None, record.current_version, now,
+                        writer))
                     record.current_version, record.message = now, message
                     if record not in self.broken:
                         self.broken.append(record)
@@ -459,13 +501,19 @@ def _format_saved(record: SavedTensor, parsed: VersionError | None, header: str,
         lines.append(f"    {n}. {_where(w.site)}  {_OP_WORDS.get(w.op, w.op)}  "
                      f"version {w.version_before} → {w.version_after}")
         lines += _site_lines(w.site, w.caller, "         ", shown)
+        if w.via:
+            kind, _, name = w.via.partition(" ")
+            lines.append("         " + _WRITER_WORDS[kind].format(name=name))
     for other in others:
         lines.append(f"  The same writes also broke what {other.op} at {_where(other.site)} saved "
                      f"(node {other.node}); backward would stop there too.")
+    fix = ("  Fix: leave the saved tensor alone - build the new values out of place "
+           "(e.g. torch.cat of the pieces) or write into a copy (y = y.clone()).")
+    kinds = [w.via.partition(" ")[0] for w in record.writes if w.via]
+    if kinds:
+        fix = _WRITER_FIX[kinds[0]]
     lines += [f"  Backward needs the values of version {record.version}, but the tensor is now "
-              f"at version {record.current_version}, so PyTorch refuses to compute the gradient.",
-              "  Fix: leave the saved tensor alone - build the new values out of place "
-              "(e.g. torch.cat of the pieces) or write into a copy (y = y.clone())."]
+              f"at version {record.current_version}, so PyTorch refuses to compute the gradient.", fix]
     return "\n".join(lines)
 
 

@@ -457,3 +457,61 @@ def test_why_backward_fails_names_the_lines_and_leaves_inputs_alone():
     assert "# write 1" in report and "# write 2" in report
     assert p.grad is None and p._version == 0, "the caller's tensor must not be touched"
     assert why_backward_fails(clean, p) is None
+
+
+# ------------------------------------------------------------ in the wild (assignment 4)
+
+def _wild_report(fn):
+    from autograder.inplace import locate_inplace
+
+    with pytest.raises(RuntimeError) as caught:
+        with locate_inplace():
+            fn()
+    return caught.value.inplace_report
+
+
+def test_report_names_the_optimizer_step_of_a_gan_loop():
+    from torch import nn
+
+    torch.manual_seed(0)
+    G = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 2))
+    D = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 1))
+    opt_d = torch.optim.Adam(D.parameters(), lr=0.1)
+
+    def wrong_order():
+        d_out = D(G(torch.randn(4, 2)))
+        d_out.mean().backward(retain_graph=True)
+        opt_d.step()                                   # writes D's weights, which the graph still needs
+        (-d_out.mean()).backward()
+
+    report = _wild_report(wrong_order)
+    assert "opt_d.step()" in report and "optimizer's Adam.step()" in report, report
+    assert "call the optimizer's step() only after every backward" in report, report
+
+
+def test_report_names_an_inplace_layer_after_a_sigmoid():
+    from torch import nn
+
+    m = nn.Sequential(nn.Linear(3, 3), nn.Sigmoid(), nn.ReLU(inplace=True))
+    report = _wild_report(lambda: m(torch.randn(4, 3, requires_grad=True)).sum().backward())
+    assert "saved at version 0 by sigmoid" in report and "ReLU(inplace=True)" in report, report
+    assert "inplace=False" in report, report
+
+
+def test_report_names_a_custom_function_that_writes_into_its_input():
+    class Doubles(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)                                  # no ctx.mark_dirty, and x is a saved sigmoid output
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2 * g
+
+    def run():
+        h = torch.randn(3, requires_grad=True).sigmoid()
+        Doubles.apply(h).sum().backward()
+
+    report = _wild_report(run)
+    assert "x.mul_(2)" in report and "Doubles.forward" in report and "ctx.mark_dirty" in report, report
