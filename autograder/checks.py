@@ -35,7 +35,14 @@ __all__ = [
 
 
 class CheckFailed(AssertionError):
-    """A test of the course failed; the message says what was expected and what to try."""
+    """A test of the course failed; the message says what was expected and what to try.
+
+    In a notebook (IPython, and so nbgrader's feedback) it shows as its message alone: the friendly
+    "expected / got / try next" lines, no traceback through the grader's code or the test cell.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"CheckFailed: {self}"]
 
 
 def describe(value: Any) -> str:

@@ -309,7 +309,7 @@ def collect_submissions(path: Path, root: Path = REPO) -> tuple[list[Submission]
                                if p.is_file() and ".ipynb_checkpoints" not in p.parts)
                 for f in files:
                     if f.suffix != NB_EXT:
-                        if f.name != "timestamp.txt":
+                        if f.name not in ("timestamp.txt", "submission_secret.txt"):  # nbgrader's own
                             problems.append(Problem(f, "not a notebook (.ipynb); skipped, the rest is graded"))
                         continue
                     nb, why = read_notebook(f)
