@@ -100,3 +100,33 @@ def test_an_interrupted_batch_resumes_without_grading_anything_twice(tmp_path, j
     assert got == expected
     ledger = __import__("json").loads((work / "course" / "grading-ledger.json").read_text())
     assert {k: v["times"] for k, v in ledger.items()} == {f"{s}/00_orientation": 1 for s in expected}
+
+
+def test_grading_on_a_dask_cluster_retries_a_dead_worker_and_flags_a_killer(tmp_path, monkeypatch):
+    """A real LocalCluster (two worker processes, no mock): the same grades as one at a time; a worker
+    that dies once gets its submission retried elsewhere; one that kills workers twice is flagged."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    from instructor.grading import course
+
+    incoming = tmp_path / "incoming"
+    by_name = {s.student: s for s in samples.load_samples("00_orientation")}
+    for student, base in (("ann", "ada"), ("bob", "ada"), ("cat", "ben"), ("dan", "cy")):
+        name, nb = samples.build_notebook(by_name[base])
+        (incoming / student / "00_orientation").mkdir(parents=True)
+        nbformat.write(nb, incoming / student / "00_orientation" / name)
+    marker = tmp_path / "bob-died-once"
+    monkeypatch.setenv("COURSE_GRADING_FAULTS", f"ann:always,bob:once:{marker}")
+    monkeypatch.setenv("PYTHONPATH", str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+                Client(cluster) as client:
+            subs, problems = course.collect_submissions(incoming)
+            assert not problems
+            results = {r.student: r for r in course.grade(subs, tmp_path / "course", progress=False,
+                                                           feedback=False, scheduler=client)}
+    assert marker.exists()
+    assert not results["ann"].ok and "killed its grading worker twice" in " ".join(results["ann"].flags)
+    assert results["bob"].ok and results["bob"].auto_score == 8      # its first worker died; retried
+    assert results["cat"].auto_score == 2 and results["dan"].auto_score == 0

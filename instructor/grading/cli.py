@@ -78,13 +78,13 @@ def cmd_release(args) -> int:
 
 
 def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: bool = True, jobs: int = 1,
-                      force: bool = False) -> int:
+                      force: bool = False, scheduler: str | None = None) -> int:
     _print_problems(problems)
     if not subs:
         print("error: nothing to grade", file=sys.stderr)
         return 1
     t0 = time.perf_counter()
-    results = course.grade(subs, workdir, progress=progress, jobs=jobs, force=force)
+    results = course.grade(subs, workdir, progress=progress, jobs=jobs, force=force, scheduler=scheduler)
     totals, by_q = course.write_csv(results, outdir)
     print(_table(results))
     for r in results:
@@ -128,7 +128,7 @@ def cmd_grade(args) -> int:
     subs, problems = course.collect_submissions(Path(args.submissions))
     workdir = Path(args.workdir)
     return _grade_and_report(subs, problems, workdir, Path(args.out or workdir), not args.no_progress,
-                             jobs=args.jobs or (os.cpu_count() or 1), force=args.force)
+                             jobs=args.jobs or (os.cpu_count() or 1), force=args.force, scheduler=args.scheduler)
 
 
 def cmd_selfgrade(args) -> int:
@@ -219,6 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--jobs", "-j", type=int, default=None,
                    help="grade this many submissions at once (default: the number of cores; 1: one at a time)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="grade on a dask.distributed cluster (its workers run the sandbox; see the README)")
     p.add_argument("--force", action="store_true",
                    help="grade every submission again, also those unchanged since they were last graded")
     p.set_defaults(func=cmd_grade)

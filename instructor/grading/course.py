@@ -389,7 +389,7 @@ def _scores(api, assignment: str, student: str) -> list[QuestionScore]:
 
 
 def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progress: bool = True,
-          root: Path = REPO, jobs: int = 1, force: bool = False) -> list[Result]:
+          root: Path = REPO, jobs: int = 1, force: bool = False, scheduler=None) -> list[Result]:
     """Autograde each submission in the course folder ``workdir`` (created if needed).
 
     The submitted files are copied to ``workdir/submitted/<student>/<assignment>/``; nbgrader
@@ -434,11 +434,11 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
         ledger.record(subs[i], res)
         _injected_stop(len(done) - (len(subs) - len(todo)))
 
-    if jobs > 1 and len(todo) > 1:
+    if (jobs > 1 and len(todo) > 1) or (scheduler and todo):
         from .parallel import grade_parallel
 
         grade_parallel([subs[i] for i in todo], workdir, jobs=jobs, feedback=feedback, progress=progress,
-                       limits=limits, on_result=lambda k, res: on_result(todo[k], res))
+                       limits=limits, on_result=lambda k, res: on_result(todo[k], res), scheduler=scheduler)
         return [done[i] for i in range(len(subs))]
     sandboxed_api = _api(workdir, sandboxed=True)
     bar = tqdm(todo, desc="autograding", unit="notebook", disable=not progress, file=sys.stdout)

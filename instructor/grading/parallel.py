@@ -48,23 +48,26 @@ def _private_course(assignment: str, course_config: str | None) -> tuple[Path, o
     return _PRIVATE[key]
 
 
-def execute(student: str, assignment: str, notebooks: list[str], course_config: str | None,
+def execute(student: str, assignment: str, notebooks: dict, course_config: str | None,
             limits: dict) -> Result:
-    """A worker's whole job for one submission; returns a :class:`Result` with ``executed`` set."""
+    """A worker's whole job for one submission; returns a :class:`Result` with ``executed`` set.
+
+    ``notebooks`` maps file names to their bytes: a worker on another machine needs no shared disk.
+    """
     from .sandbox import Limits
 
     course._environment()
     os.environ["_COURSE_SANDBOX_WARNED"] = "1"  # the grading process already said it, once
     _injected_fault(student)
     root, api = _private_course(assignment, course_config)
-    sub = Submission(student, assignment, [Path(p) for p in notebooks])
     res = Result(student, assignment, ok=False)
     target = root / "submitted" / student / assignment
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
-    for nb in sub.notebooks:
-        shutil.copy2(nb, target / nb.name)
+    for name, data in notebooks.items():
+        (target / Path(name).name).write_bytes(data)
+    sub = Submission(student, assignment, sorted(target.glob("*.ipynb")))
     t0 = time.perf_counter()
     try:
         course._grade_one(api, sub, root, res, Limits(**limits), feedback=False, record=False)
@@ -108,8 +111,12 @@ def _course_config(workdir: Path) -> str | None:
     return local.read_text() if local.is_file() and local.resolve().parent != REPO.resolve() else None
 
 
+def _payload(paths) -> dict:
+    return {p.name: p.read_bytes() for p in paths}
+
+
 def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback: bool, progress: bool,
-                   limits, on_result=None) -> list[Result]:
+                   limits, on_result=None, scheduler: str | None = None) -> list[Result]:
     """Grade ``subs`` with ``jobs`` worker processes; results in the order of ``subs``."""
     from nbgrader.apps import NbGraderAPI
     from tqdm.auto import tqdm
@@ -149,7 +156,7 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
     def run_pool(indices: list[int], workers: int) -> list[int]:
         """Grade ``indices``; return those whose worker died (the pool broke under them)."""
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_die_with_parent)
-        futures = {pool.submit(execute, subs[i].student, subs[i].assignment, [str(p) for p in staged[i][1]],
+        futures = {pool.submit(execute, subs[i].student, subs[i].assignment, _payload(staged[i][1]),
                                config_text, limits.__dict__): i for i in indices}
         lost = []
         for fut in futures:
@@ -165,6 +172,10 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
         pool.shutdown(wait=True, cancel_futures=True)
         return lost
 
+    if scheduler:
+        _run_dask(scheduler, subs, staged, config_text, limits, finish)
+        bar.close()
+        return [results[i] for i in range(len(subs))]
     suspects = run_pool(list(range(len(subs))), min(jobs, len(subs)))
     # A dead worker breaks its whole pool: retry each unfinished submission alone, so that only the
     # one that kills its worker again is blamed.
@@ -179,3 +190,41 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
                 finish(i, res)
     bar.close()
     return [results[i] for i in range(len(subs))]
+
+
+def _run_dask(scheduler, subs, staged, config_text, limits, finish) -> None:
+    """Each submission a task on a ``dask.distributed`` cluster; results recorded here as they come.
+
+    The workers need the course installed (a clone of the repository, its venv, bubblewrap) and the
+    repository on their ``PYTHONPATH``. When a worker dies, the scheduler gives its task to another;
+    a task that has killed ``distributed.scheduler.allowed-failures + 1`` workers comes back as
+    ``KilledWorker`` and the submission is flagged (start the scheduler with
+    ``DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=1`` for "twice").
+    """
+    from distributed import Client, KilledWorker, as_completed
+
+    client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+    try:
+        import uuid
+
+        batch = uuid.uuid4().hex[:8]
+        futures = {}
+        for i, sub in enumerate(subs):
+            fut = client.submit(execute, sub.student, sub.assignment, _payload(staged[i][1]), config_text,
+                                dict(limits.__dict__), pure=False,
+                                key=f"grade-{batch}-{i}-{sub.student}-{sub.assignment}")
+            futures[fut] = i
+        for fut in as_completed(list(futures)):
+            i = futures[fut]
+            try:
+                res = fut.result()
+            except KilledWorker:
+                res = Result(subs[i].student, subs[i].assignment, ok=False,
+                             error="the submission killed its grading worker twice; not retried")
+                res.flags.append(res.error)
+            except Exception as err:  # noqa: BLE001
+                res = Result(subs[i].student, subs[i].assignment, ok=False, error=f"{type(err).__name__}: {err}")
+            finish(i, res)
+    finally:
+        if not isinstance(scheduler, Client):
+            client.close()
