@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup demo test test-fast lab lab-instructor release selfgrade lock train screenshots clean bench-grading sandbox-check
+.PHONY: help setup demo test test-fast lab lab-instructor release selfgrade lock train screenshots clean bench bench-grading sandbox-check
 
 help:
 	@echo "make demo       set up, release, autograde the sample submissions, print the grade table"
@@ -19,6 +19,7 @@ help:
 	@echo "make train      retrain the small detector's weights (minutes)"
 	@echo "make screenshots  retake the README's screenshots (JupyterLab in Chromium)"
 	@echo "make lock       rewrite constraints.txt from the current venv"
+	@echo "make bench      grade a synthetic class three ways (nbgrader alone, --jobs 1, --jobs N); BENCH_ARGS=--copies 2"
 	@echo "make bench-grading  time plain autograde vs the sandboxed, confirmed pipeline (minutes)"
 
 $(STAMP): constraints.txt pyproject.toml
@@ -57,6 +58,9 @@ selfgrade: setup
 
 train: setup
 	$(BIN)/python scripts/train_detector.py
+
+bench: setup
+	$(BIN)/python -m autograder bench $(BENCH_ARGS)
 
 bench-grading: setup
 	$(BIN)/python scripts/bench_grading.py

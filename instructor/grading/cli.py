@@ -230,6 +230,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--assignment", help="assignment name, when the file was renamed")
     p.set_defaults(func=cmd_selfgrade)
 
+    p = sub.add_parser("bench", help="time grading a synthetic class: nbgrader alone, --jobs 1, --jobs N",
+                       add_help=False)
+    p.set_defaults(func=None)
+
     p = sub.add_parser("demo", help="release + autograde the bundled sample submissions")
     p.add_argument("--workdir", default=str(REPO / "grading"), help="where to grade (default: grading/)")
     p.add_argument("--students", nargs="*", help="only these sample students")
@@ -249,5 +253,10 @@ def _quiet_library_warnings() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     _quiet_library_warnings()
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:
+        from .bench import main as bench
+
+        return bench(argv[1:])
     args = build_parser().parse_args(argv)
     return args.func(args)

@@ -1,0 +1,120 @@
+"""``python -m autograder bench``: how fast a class is graded, and where the time goes.
+
+It builds a synthetic class from the sample submissions (each sample ``--copies`` times, under
+student names ``<sample>-01``, ``<sample>-02``, ...), then grades it three ways, each in a fresh
+course folder:
+
+* **nbgrader, serial** — plain ``nbgrader autograde`` one notebook at a time, kernel unconfined, the
+  hidden checks in the kernel (the anchor: what nbgrader alone does);
+* ``grade --jobs 1`` — the trusted pipeline (sandbox + confirmation), one at a time;
+* ``grade --jobs N`` — the same on N workers.
+
+It prints throughput (notebooks per minute), the speed-up of ``--jobs N`` over ``--jobs 1``, and the
+per-notebook cost broken down against the floor (a sandboxed ``python -c "import torch, IPython"``,
+measured in the same run): the confirmation run, the nbgrader execution, recording and feedback.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+from . import course, samples, sandbox
+
+
+def synthetic_class(dest: Path, copies: int, assignments: list[str] | None) -> int:
+    n = 0
+    for s in samples.load_samples():
+        if assignments and s.assignment not in assignments:
+            continue
+        name, nb = samples.build_notebook(s)
+        for k in range(1, copies + 1):
+            out = dest / f"{s.student}-{k:02d}" / s.assignment / name
+            out.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, out)
+            n += 1
+    return n
+
+
+def floor_seconds(repeats: int = 3) -> float:
+    """Sandboxed interpreter start + import torch + IPython: the least any graded notebook costs."""
+    times = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(repeats):
+            res = sandbox.run([sandbox.python(), "-c", "import torch, IPython"], Path(tmp), limits=sandbox.Limits())
+            times.append(res.seconds)
+    return statistics.median(times)
+
+
+def plain_nbgrader(incoming: Path, work: Path) -> float:
+    """Serial nbgrader autograde, no sandbox, hidden checks in the kernel; wall seconds."""
+    import shutil
+
+    subs, _ = course.collect_submissions(incoming)
+    api = course._api(work)
+    for a in sorted({s.assignment for s in subs}):
+        shutil.copytree(course.REPO / "source" / a, work / "source" / a)
+        api.generate_assignment(a, force=True, create=True)
+    t0 = time.perf_counter()
+    for sub in subs:
+        target = work / "submitted" / sub.student / sub.assignment
+        target.mkdir(parents=True)
+        for nb in sub.notebooks:
+            shutil.copy2(nb, target / nb.name)
+        api.autograde(sub.assignment, sub.student, force=True, create=True)
+    return time.perf_counter() - t0
+
+
+def pipeline(incoming: Path, work: Path, jobs: int) -> tuple[float, list[course.Result]]:
+    subs, _ = course.collect_submissions(incoming)
+    t0 = time.perf_counter()
+    results = course.grade(subs, work, jobs=jobs, progress=True)
+    return time.perf_counter() - t0, results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--copies", type=int, default=1, help="copies of each sample submission (default 1)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="workers for the parallel run")
+    parser.add_argument("--assignments", nargs="*", help="only these assignments")
+    parser.add_argument("--skip-plain", action="store_true", help="skip the plain-nbgrader anchor")
+    args = parser.parse_args(argv)
+    course._environment()
+    with tempfile.TemporaryDirectory(prefix="grading-bench-") as tmp:
+        root = Path(tmp)
+        n = synthetic_class(root / "class", args.copies, args.assignments)
+        print(f"synthetic class: {n} notebooks ({args.copies} cop{'y' if args.copies == 1 else 'ies'} of each sample)")
+        floor = floor_seconds()
+        plain = None if args.skip_plain else plain_nbgrader(root / "class", root / "plain")
+        serial, r1 = pipeline(root / "class", root / "jobs1", 1)
+        parallel, rn = pipeline(root / "class", root / f"jobs{args.jobs}", args.jobs)
+    same = {(r.student, r.assignment): r.auto_score for r in r1} == {(r.student, r.assignment): r.auto_score for r in rn}
+
+    def rate(seconds):
+        return f"{60 * n / seconds:.1f}"
+
+    print(f"\n| run | wall | notebooks/min | speed-up |\n|---|---|---|---|")
+    if plain is not None:
+        print(f"| nbgrader autograde, serial (no sandbox) | {plain:.0f} s | {rate(plain)} | |")
+    print(f"| grade --jobs 1 (sandbox + confirmation) | {serial:.0f} s | {rate(serial)} | 1.00× |")
+    print(f"| grade --jobs {args.jobs} | {parallel:.0f} s | {rate(parallel)} | {serial / parallel:.2f}× |")
+    conf = statistics.mean(r.confirm_seconds for r in r1)
+    total = statistics.mean(r.seconds for r in r1)
+    print(f"\nper notebook, --jobs 1 (mean of {n}): total {total:.1f} s = confirmation {conf:.1f} s "
+          f"+ nbgrader execution, recording and feedback {total - conf:.1f} s")
+    print(f"floor (sandboxed interpreter start + import torch, IPython; median of 3): {floor:.1f} s per process; "
+          f"each notebook starts two such processes (confirmation, kernel): {2 * floor:.1f} s")
+    print(f"--jobs 1 and --jobs {args.jobs} gave {'the same' if same else 'DIFFERENT'} scores")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
