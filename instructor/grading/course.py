@@ -142,6 +142,7 @@ def record(api, sub: Submission, workdir: Path, res: Result, feedback: bool) -> 
     """The single writer: nbgrader autograde of a submission a worker executed, then the lower
     verdict and the feedback (see :func:`_grade_one`)."""
     _replay_preprocessor().executed = res.executed
+    _canonicalize_preprocessor().course_root = Path(workdir).resolve()
     out = api.autograde(sub.assignment, sub.student, force=True, create=True)
     res.executed = {}
     if not out.get("success"):
@@ -571,6 +572,7 @@ def _grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedbac
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         waking = cgroup.start_waking() if cgroup.active else None
+        _canonicalize_preprocessor().course_root = Path(workdir).resolve()  # this submission's course folder
         try:
             out = api.autograde(sub.assignment, sub.student, force=True, create=True)
         finally:
