@@ -97,6 +97,7 @@ def notebook_namespace(assignment: str) -> dict:
 
     from ..grading.confirm import is_test_cell
 
+    main_module = sys.modules.get("__main__")  # IPython swaps in a __main__ of its own; put ours back after
     shell = InteractiveShell.instance(colors="NoColor")
     shell.reset(new_session=False)
     import contextlib
@@ -110,6 +111,8 @@ def notebook_namespace(assignment: str) -> dict:
                     raise RuntimeError(f"{assignment}: a cell of the source notebook failed: "
                                        f"{res.error_in_exec or res.error_before_exec}")
     _NAMESPACES[assignment] = dict(shell.user_ns)
+    if main_module is not None:
+        sys.modules["__main__"] = main_module  # multiprocessing's spawn (grading workers) needs the real one
     return _NAMESPACES[assignment]
 
 
