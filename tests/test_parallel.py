@@ -119,8 +119,8 @@ def test_grading_on_a_dask_cluster_retries_a_dead_worker_and_flags_a_killer(tmp_
     marker = tmp_path / "bob-died-once"
     monkeypatch.setenv("COURSE_GRADING_FAULTS", f"ann:always,bob:once:{marker}")
     monkeypatch.setenv("PYTHONPATH", str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1,
-                          "distributed.scheduler.worker-saturation": 1.0}):  # no task queued on a worker
+    # Dask's own retry budget is left at its default: blame is counted by the grader, one submission per worker.
+    with dask.config.set({"distributed.scheduler.allowed-failures": 3}):
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
                 Client(cluster) as client:
             subs, problems = course.collect_submissions(incoming)
@@ -128,6 +128,7 @@ def test_grading_on_a_dask_cluster_retries_a_dead_worker_and_flags_a_killer(tmp_
             results = {r.student: r for r in course.grade(subs, tmp_path / "course", progress=False,
                                                            feedback=False, scheduler=client)}
     assert marker.exists()
-    assert not results["ann"].ok and "killed its grading worker twice" in " ".join(results["ann"].flags)
+    assert not results["ann"].ok and "killed its grading worker 2 times" in " ".join(results["ann"].flags)
     assert results["bob"].ok and results["bob"].auto_score == 8      # its first worker died; retried
     assert results["cat"].auto_score == 2 and results["dan"].auto_score == 0, {k: (r.ok, r.auto_score, r.error, r.flags) for k, r in results.items()}
+

@@ -192,39 +192,86 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
     return [results[i] for i in range(len(subs))]
 
 
-def _run_dask(scheduler, subs, staged, config_text, limits, finish) -> None:
+def _run_dask(scheduler, subs, staged, config_text, limits, finish, poll: float = 0.5) -> None:
     """Each submission a task on a ``dask.distributed`` cluster; results recorded here as they come.
 
     The workers need the course installed (a clone of the repository, its venv, bubblewrap) and the
-    repository on their ``PYTHONPATH``. When a worker dies, the scheduler gives its task to another;
-    a task that has killed ``distributed.scheduler.allowed-failures + 1`` workers comes back as
-    ``KilledWorker`` and the submission is flagged (start the scheduler with
-    ``DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=1`` for "twice").
+    repository on their ``PYTHONPATH``.
+
+    Blame must be fair: a worker that dies takes every task it holds with it, and Dask's own
+    ``allowed-failures`` counts the death against each of them. So placement is done here, not by the
+    scheduler: each submission is pinned to a worker that holds no other submission of this batch (one
+    per worker process; start workers with ``--nthreads 1``, ``--nworkers N`` for N at once on a
+    machine). When a worker vanishes, the one submission it held is charged with the death and sent to
+    another worker; one that has killed ``MAX_WORKER_DEATHS`` workers is flagged, not retried again.
+    Workers that join later (a nanny restarting a dead one) are used as they appear.
     """
-    from distributed import Client, KilledWorker, as_completed
+    import uuid
+
+    from distributed import Client, KilledWorker
 
     client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
     try:
-        import uuid
-
         batch = uuid.uuid4().hex[:8]
-        futures = {}
-        for i, sub in enumerate(subs):
-            fut = client.submit(execute, sub.student, sub.assignment, _payload(staged[i][1]), config_text,
-                                dict(limits.__dict__), pure=False,
-                                key=f"grade-{batch}-{i}-{sub.student}-{sub.assignment}")
-            futures[fut] = i
-        for fut in as_completed(list(futures)):
-            i = futures[fut]
-            try:
-                res = fut.result()
-            except KilledWorker:
+        pending = list(range(len(subs)))       # submission indices not yet placed, in order
+        deaths = {i: 0 for i in pending}
+        running = {}                           # future -> (index, worker address)
+        attempt = 0
+
+        def workers_now() -> set[str]:
+            return set(client.run_on_scheduler(_worker_addresses))
+
+        def charge(i: int) -> None:
+            deaths[i] += 1
+            if deaths[i] >= MAX_WORKER_DEATHS:
                 res = Result(subs[i].student, subs[i].assignment, ok=False,
-                             error="the submission killed its grading worker twice; not retried")
+                             error=f"the submission killed its grading worker {deaths[i]} times; not retried")
                 res.flags.append(res.error)
-            except Exception as err:  # noqa: BLE001
-                res = Result(subs[i].student, subs[i].assignment, ok=False, error=f"{type(err).__name__}: {err}")
-            finish(i, res)
+                finish(i, res)
+            else:
+                pending.insert(0, i)
+
+        while pending or running:
+            alive = workers_now()
+            for fut, (i, addr) in list(running.items()):
+                if addr not in alive and not fut.done():   # its worker died under it
+                    del running[fut]
+                    fut.cancel()
+                    charge(i)
+            busy = {addr for _, addr in running.values()}
+            for addr in sorted(alive - busy):
+                if not pending:
+                    break
+                i = pending.pop(0)
+                attempt += 1
+                fut = client.submit(execute, subs[i].student, subs[i].assignment, _payload(staged[i][1]),
+                                    config_text, dict(limits.__dict__), pure=False,
+                                    workers=[addr], allow_other_workers=False,
+                                    key=f"grade-{batch}-{attempt}-{subs[i].student}-{subs[i].assignment}")
+                running[fut] = (i, addr)
+            if not running:
+                if pending and not alive:
+                    time.sleep(poll)               # no worker yet: wait for one to join
+                continue
+            done = [fut for fut in running if fut.done()]
+            if not done:
+                time.sleep(poll)
+            for fut in done:
+                i, _addr = running.pop(fut)
+                try:
+                    res = fut.result()
+                except KilledWorker:               # the scheduler gave up on it first (allowed-failures 0)
+                    charge(i)
+                    continue
+                except Exception as err:  # noqa: BLE001
+                    res = Result(subs[i].student, subs[i].assignment, ok=False,
+                                 error=f"{type(err).__name__}: {err}")
+                finish(i, res)
     finally:
         if not isinstance(scheduler, Client):
             client.close()
+
+
+def _worker_addresses(dask_scheduler=None) -> list[str]:
+    """Runs on the scheduler: the workers that are connected now."""
+    return list(dask_scheduler.workers)
