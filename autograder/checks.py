@@ -153,22 +153,39 @@ def call_student(fn: Callable, *args, name: str | None = None, **kwargs) -> Any:
     if not callable(fn):
         fail(f"{name} is not a function", got=describe(fn),
              hint=f"run the cell that defines {name} (Run > Run All Above Selected Cell).")
+    crash = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             result = fn(*args, **kwargs)
-        except NotImplementedError:
-            fail(f"{name} is not implemented yet",
-                 hint=f"replace `raise NotImplementedError` in the cell that defines {name}, run it, then rerun this test.")
         except CheckFailed:
             raise
-        except Exception as err:  # noqa: BLE001 - every crash becomes a clear message
-            fail(f"{name}(...) raised {type(err).__name__}", detail=str(err)[:800],
-                 inputs=", ".join(describe(a) for a in args) if args else None,
-                 hint="run it yourself on the input above and read the traceback.")
+        except Exception as err:  # noqa: BLE001 - every crash becomes a clear message, raised below
+            crash = err           # (outside the except block: no "during handling ..." chain)
+    if isinstance(crash, NotImplementedError):
+        fail(f"{name} is not implemented yet",
+             hint=f"replace `raise NotImplementedError` in the cell that defines {name}, run it, then rerun this test.")
+    if crash is not None:
+        fail(f"{name}(...) raised {type(crash).__name__}", detail=_crash_detail(crash),
+             inputs=", ".join(describe(a) for a in args) if args else None,
+             hint="run it yourself on the input above and read the full traceback.")
     for w in caught:
         print(f"(warning while running {name}: {w.category.__name__}: {w.message})")
     return result
+
+
+def _crash_detail(err: BaseException, lines: int = 3) -> str:
+    """The error's first lines and, when it came from a notebook cell, the line of the student's code."""
+    import traceback
+
+    text = "\n".join(str(err).strip().splitlines()[:lines]) or type(err).__name__
+    if len(text) > 400:
+        text = text[:397] + "..."
+    cell_frames = [f for f in traceback.extract_tb(err.__traceback__)
+                   if "ipykernel_" in (f.filename or "") or (f.filename or "").startswith("<ipython-input")]
+    if cell_frames and cell_frames[-1].line:
+        text += f"\nat: {cell_frames[-1].line.strip()[:100]}  (in {cell_frames[-1].name})"
+    return text
 
 
 @contextlib.contextmanager

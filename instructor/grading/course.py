@@ -138,9 +138,51 @@ def _replay_preprocessor():
     return ReplayExecution
 
 
+def _add_phase(res: Result, name: str, seconds: float) -> None:
+    """Book ``seconds`` under ``name``. The phases, in order: ``confirm`` (the outside confirmation run),
+    ``kernel start`` (nbgrader's autograde less the kernel's cells: the sandboxed kernel starting and
+    nbgrader's own steps around it; ``import torch`` is in the first answer cell), ``answer cells`` and ``test cells`` (the notebook's own code, and the
+    visible + hidden tests, as timed by the kernel), ``bookkeeping`` (nbgrader's database and files, the
+    lower verdict, the scores) and ``feedback``."""
+    res.phases[name] = res.phases.get(name, 0.0) + seconds
+
+
+def _cell_seconds(paths) -> tuple[float, float]:
+    """Seconds the kernel spent in answer/other cells and in test cells, from nbclient's timing metadata."""
+    from datetime import datetime
+
+    answers = tests = 0.0
+    for p in paths:
+        nb = nbformat.read(p, as_version=4) if isinstance(p, Path) else nbformat.reads(p, as_version=4)
+        for cell in nb.cells:
+            ex = cell.get("metadata", {}).get("execution", {})
+            start, end = ex.get("iopub.execute_input") or ex.get("iopub.status.busy"), ex.get("shell.execute_reply")
+            if cell.cell_type != "code" or not (start and end):
+                continue
+            try:
+                took = (datetime.fromisoformat(end.replace("Z", "+00:00"))
+                        - datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds()
+            except ValueError:
+                continue
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if meta.get("grade") and not meta.get("solution"):
+                tests += took
+            else:
+                answers += took
+    return answers, tests
+
+
+def _book_execution(res: Result, wall: float, executed) -> None:
+    answers, tests = _cell_seconds(executed)
+    _add_phase(res, "kernel start", max(0.0, wall - answers - tests))
+    _add_phase(res, "answer cells", answers)
+    _add_phase(res, "test cells", tests)
+
+
 def record(api, sub: Submission, workdir: Path, res: Result, feedback: bool) -> None:
     """The single writer: nbgrader autograde of a submission a worker executed, then the lower
     verdict and the feedback (see :func:`_grade_one`)."""
+    t0 = time.perf_counter()
     _replay_preprocessor().executed = res.executed
     _canonicalize_preprocessor().course_root = Path(workdir).resolve()
     out = api.autograde(sub.assignment, sub.student, force=True, create=True)
@@ -151,8 +193,11 @@ def record(api, sub: Submission, workdir: Path, res: Result, feedback: bool) -> 
     _keep_lower(api, sub, res.verdicts, res)
     res.questions = _scores(api, sub.assignment, sub.student)
     res.autograded = sorted((workdir / "autograded" / sub.student / sub.assignment).glob("*" + NB_EXT))
+    _add_phase(res, "bookkeeping", time.perf_counter() - t0)
     if feedback:
+        t0 = time.perf_counter()
         fb = api.generate_feedback(sub.assignment, sub.student, force=True)
+        _add_phase(res, "feedback", time.perf_counter() - t0)
         if fb.get("success"):
             res.feedback = sorted((workdir / "feedback" / sub.student / sub.assignment).glob("*.html"))
             _annotate_feedback(res)
@@ -193,6 +238,11 @@ def _check(result: dict, what: str) -> None:
 
 def _environment() -> None:
     """nbgrader shells out to ``alembic`` and starts kernels by name: put this Python's bin first."""
+    import warnings
+
+    # nbgrader's gradebook trips SQLAlchemy's autoflush warning on every resubmission; it is harmless
+    # (nbgrader's own tests see it too) and would bury the lines an instructor needs to read.
+    warnings.filterwarnings("ignore", message=r"Object of type <Submitted", module=r"nbgrader\.")
     bindir = str(Path(sys.executable).parent)
     if not os.environ.get("PATH", "").startswith(bindir):
         os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
@@ -363,6 +413,7 @@ class Result:
     sandboxed: bool = False
     verdicts: dict = field(default_factory=dict)   # grade_id -> the judge's verdict (plain data)
     executed: dict = field(default_factory=dict)   # notebook name -> executed notebook (JSON), from a worker
+    phases: dict = field(default_factory=dict)     # where the seconds went (see :func:`_add_phase`)
 
     @property
     def auto_score(self) -> float:
@@ -552,6 +603,7 @@ def _grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedbac
                            wanted=test_cell_ids(release_nb))
             res.flags += conf.flags
             res.confirm_seconds += conf.seconds
+            _add_phase(res, "confirm", conf.seconds)
             res.sandboxed = conf.sandboxed
             verdicts.update(conf.verdicts)
         vfile = tmp / "verdicts.json"
@@ -573,9 +625,11 @@ def _grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedbac
         os.environ.update(env)
         waking = cgroup.start_waking() if cgroup.active else None
         _canonicalize_preprocessor().course_root = Path(workdir).resolve()  # this submission's course folder
+        t_exec = time.perf_counter()
         try:
             out = api.autograde(sub.assignment, sub.student, force=True, create=True)
         finally:
+            t_exec = time.perf_counter() - t_exec
             if waking is not None:
                 waking.set()
             for k, v in saved.items():
@@ -590,15 +644,20 @@ def _grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedbac
             return
         res.ok = True
         res.verdicts = {g: v.as_json() for g, v in verdicts.items()}
+        executed = sorted((workdir / "autograded" / sub.student / sub.assignment).glob("*" + NB_EXT))
+        _book_execution(res, t_exec, executed)
         if not record:  # a worker: hand the executed notebooks to the one process that records grades
-            res.executed = {p.name: p.read_text(encoding="utf-8") for p in
-                            sorted((workdir / "autograded" / sub.student / sub.assignment).glob("*" + NB_EXT))}
+            res.executed = {p.name: p.read_text(encoding="utf-8") for p in executed}
             return
+        t0 = time.perf_counter()
         _keep_lower(api, sub, verdicts, res)
         res.questions = _scores(api, sub.assignment, sub.student)
-        res.autograded = sorted((workdir / "autograded" / sub.student / sub.assignment).glob("*" + NB_EXT))
+        res.autograded = executed
+        _add_phase(res, "bookkeeping", time.perf_counter() - t0)
         if feedback:
+            t0 = time.perf_counter()
             fb = api.generate_feedback(sub.assignment, sub.student, force=True)
+            _add_phase(res, "feedback", time.perf_counter() - t0)
             if fb.get("success"):
                 res.feedback = sorted((workdir / "feedback" / sub.student / sub.assignment).glob("*.html"))
                 _annotate_feedback(res)

@@ -22,6 +22,11 @@ metadata), ``# %% extra-cells: N`` (N copies of a cell appended), ``# flag: TEXT
 flag the submission with a reason containing TEXT) and ``# base: 00_orientation/ada`` (a sample of
 ``tests/samples/``).
 
+``# visible: fail=ID,ID pass=ID`` says what the student sees *before* handing in: with this sample's
+answers in the released notebook, the visible tests in those test cells must fail (or pass). This is
+how a sample proves that a visible test catches the silent-wrong fix its section warns about
+(:mod:`.visible` runs them; the hidden tests are not in the release).
+
 Each block replaces the source of the cell with that nbgrader ``grade_id`` in the *released*
 notebook (``delete`` removes the cell, as a careless student might); cells not named keep their
 stub. Because samples are built from ``release/``, they never drift from the assignment.
@@ -58,14 +63,21 @@ class Sample:
     blocks: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, grade_id, text)
     base: str | None = None
     expect_flags: list[str] = field(default_factory=list)  # '# flag: TEXT': a flag containing TEXT is raised
+    expect_visible: dict[str, str] = field(default_factory=dict)  # '# visible: fail=ID pass=ID'
 
 
 def parse_sample(path: Path) -> Sample:
     text = path.read_text()
     head = text[: m.start()] if (m := _BLOCK.search(text)) else text
     about = " ".join(l[len("# about:"):].strip() for l in head.splitlines() if l.startswith("# about:"))
-    expect_auto, expect_q, base, flags = None, {}, None, []
+    expect_auto, expect_q, base, flags, visible = None, {}, None, [], {}
     for line in head.splitlines():
+        if line.startswith("# visible:"):
+            for item in line[len("# visible:"):].split():
+                outcome, _, ids = item.partition("=")
+                if outcome not in ("fail", "pass") or not ids:
+                    raise ValueError(f"{path}: '# visible:' takes fail=ID,ID and pass=ID,ID, not {item!r}")
+                visible.update({g: outcome for g in ids.split(",") if g})
         if line.startswith("# base:"):
             base = line[len("# base:"):].strip()
         if line.startswith("# flag:"):
@@ -88,7 +100,7 @@ def parse_sample(path: Path) -> Sample:
             raise ValueError(f"{path}: '# base: {base}' names no other sample in {path.parent}")
         mine = {g for k, g, _ in own if k in ("solution", "answer", "delete")}
         own = [b for b in parse_sample(base_path).blocks if b[1] not in mine] + own
-    return Sample(path, path.parent.name, path.stem, about, expect_auto, expect_q, own, base, flags)
+    return Sample(path, path.parent.name, path.stem, about, expect_auto, expect_q, own, base, flags, visible)
 
 
 def load_samples(assignment: str | None = None) -> list[Sample]:
