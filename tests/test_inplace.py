@@ -515,3 +515,43 @@ def test_report_names_a_custom_function_that_writes_into_its_input():
 
     report = _wild_report(run)
     assert "x.mul_(2)" in report and "Doubles.forward" in report and "ctx.mark_dirty" in report, report
+
+
+def test_readme_claims_about_the_message_and_anomaly_mode():
+    """What the README says PyTorch's message and anomaly mode show, measured on the pinned torch."""
+    import warnings
+
+    # A saved *output* is reported as an output of the op that saved it, whatever wrote it later ...
+    for op in (torch.sigmoid, torch.exp):
+        p = torch.randn(4, requires_grad=True)
+        y = op(p)
+        saver = type(y.grad_fn).__name__.replace("Backward0", "")
+        y[0:2] = 0.0
+        assert type(y.grad_fn).__name__ == "CopySlices"
+        with pytest.raises(RuntimeError) as info:
+            y.sum().backward()
+        named = str(info.value).split("which is output 0 of ")[1].split(",")[0]
+        assert named.startswith(saver) and "CopySlices" not in named, named
+    # ... a saved *input* with its grad_fn at backward time: the write's node.
+    h = torch.randn(4, requires_grad=True) * 2
+    sq = h ** 2                                        # pow saves its input h
+    h[0:2] = 0.0                                       # now h's grad_fn is CopySlices
+    with pytest.raises(RuntimeError, match=r"output 0 of (torch::autograd::)?CopySlices"):
+        sq.sum().backward()
+
+    # Anomaly mode records the writing lines in the write nodes' metadata, and prints only the failing node's.
+    with warnings.catch_warnings(record=True) as caught, torch.autograd.set_detect_anomaly(True):
+        warnings.simplefilter("always")
+        p = torch.randn(4, requires_grad=True)
+        y = p.sigmoid()                                # LINE-SIGMOID
+        y[0:2] = 0.0                                   # LINE-SLICE
+        copy_node = y.grad_fn
+        y.add_(1.0)                                    # LINE-ADD
+        add_node = y.grad_fn
+        with pytest.raises(RuntimeError):
+            y.sum().backward()
+    assert type(copy_node).__name__ == "CopySlices" and "LINE-SLICE" in "".join(copy_node.metadata["traceback_"])
+    assert type(add_node).__name__.startswith("AddBackward") and "LINE-ADD" in "".join(add_node.metadata["traceback_"])
+    printed = "\n".join(str(w.message) for w in caught)
+    assert "LINE-SIGMOID" in printed, printed
+    assert "LINE-SLICE" not in printed and "LINE-ADD" not in printed, printed
