@@ -7,7 +7,8 @@ Three explorers, each usable in two ways:
   whether ``backward()`` would fail at that moment;
 * :func:`autograd_graph` / :func:`draw_autograd_graph` — the backward graph read from
   ``grad_fn`` / ``next_functions`` / ``_saved_*`` (no Graphviz), saved tensors marked and a saved
-  tensor that was written in place afterwards highlighted;
+  tensor that was written in place afterwards highlighted; :func:`saved_bytes`, the memory that graph
+  keeps for backward;
 * :class:`DecodeExplorer` — the YOLOv5 (release 5.0) decode of one cell and anchor,
   ``xy = (2*s - 0.5 + grid) * stride`` and ``wh = (2*s)**2 * anchor``, drawn on the image grid.
 
@@ -33,7 +34,7 @@ from matplotlib.patches import FancyBboxPatch, Rectangle
 
 __all__ = [
     "SavedInfo", "GraphNode", "AutogradGraph", "saved_tensors", "autograd_graph", "stale_saved",
-    "draw_autograd_graph", "VersionExplorer", "Snapshot", "DecodeExplorer", "decode_one",
+    "draw_autograd_graph", "saved_bytes", "VersionExplorer", "Snapshot", "DecodeExplorer", "decode_one",
     "figure_png", "show_figure",
 ]
 
@@ -277,6 +278,40 @@ def autograd_graph(roots, names: dict[str, torch.Tensor] | None = None) -> Autog
         if not changed:
             break
     return AutogradGraph(nodes=nodes, edges=edges, root=id(starts[0]) if starts else None)
+
+
+def saved_bytes(roots, exclude=()) -> int:
+    """Bytes of memory the backward graph reachable from ``roots`` keeps alive for its gradient formulas.
+
+    Every tensor any node saved (``_saved_*``; a stale one too, read through ``_raw_saved_*``) is counted
+    once per storage, so a tensor saved twice, or two views of one buffer, count once. Storages of the
+    tensors in ``exclude`` (inputs, parameters: they exist anyway) are left out. Asked from the installed
+    PyTorch each time, like everything here.
+    """
+    skip = {(t.device.type, t.untyped_storage().data_ptr()) for t in exclude}
+    sizes: dict[tuple, int] = {}
+    seen, stack = set(), _roots(roots)
+    while stack:
+        fn = stack.pop()
+        if fn is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        for full in dir(fn):
+            if not full.startswith("_saved_"):
+                continue
+            try:
+                value = getattr(fn, full)
+            except RuntimeError:  # written in place since it was saved: still held, still memory
+                value = _raw_saved(fn, full[len("_saved_"):])
+            except Exception:  # noqa: BLE001 - an accessor PyTorch cannot answer
+                continue
+            for t in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(t, torch.Tensor) and t.device.type != "meta":
+                    key = (t.device.type, t.untyped_storage().data_ptr())
+                    if key not in skip:
+                        sizes[key] = t.untyped_storage().nbytes()
+        stack.extend(nxt for nxt, _ in fn.next_functions if nxt is not None)
+    return sum(sizes.values())
 
 
 def stale_saved(roots, names: dict[str, torch.Tensor] | None = None) -> list[tuple[str, SavedInfo]]:

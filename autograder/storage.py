@@ -21,7 +21,8 @@ The reference classifier and the hidden checks live on the instructor side
 The categories the student's ``classify_update`` returns (applied in this order; ``x0`` is the
 tensor ``x`` named before the statement, ``x1`` what ``x`` names after it):
 
-``in-place``         ``x0._version`` went up: autograd was told that ``x0`` was written.
+``in-place``         ``x0._version`` went up: an in-place operation ran on ``x0`` (or on a tensor
+                     sharing its counter: a view, ``x.detach()``), by however many steps.
 ``untracked-write``  the version did not move, but ``x0``'s contents did (values, shape or
                      memory): written behind autograd's back (``x.data += 1``).
 ``no-change``        ``x1 is x0`` and nothing about ``x0`` changed (``x = x.contiguous()``).
@@ -51,9 +52,9 @@ CATEGORIES = ("in-place", "untracked-write", "no-change", "new-view", "new-tenso
 
 #: Statements the explorer offers (students may type any other).
 EXAMPLES = (
-    "x = x + 1", "x += 1", "x[0] = 1", "x[:] = x + 1", "x.add_(1)", "x = x.add_(1)",
-    "torch.add(x, 1, out=x)", "x = x[:]", "x = x.clone()", "x.sigmoid_()", "x.data += 1",
-    "x.detach().add_(1)", "x = x.contiguous()", "x *= 1",
+    "x = x + 1", "x += 1", "x[0] = 1", "x[0] += 1", "x[:] = x + 1", "x.add_(1)", "x = x.add_(1)",
+    "torch.add(x, 1, out=x)", "x = x[:]", "x = x.clone()", "x.sigmoid_()", "x.t_()", "x.requires_grad_()",
+    "x.data += 1", "x.detach().add_(1)", "x = x.contiguous()", "x *= 1",
 )
 
 _VALUES = [[0.5, -1.5, 2.0], [3.0, -0.25, 1.25]]  # distinct, non-zero, exact in float16
@@ -81,7 +82,8 @@ class Witness:
 
 
 def witnesses(t: torch.Tensor) -> Witness:
-    """The three witnesses of a tensor (object, memory, autograd's counter) and a copy of its values."""
+    """The three witnesses of a tensor (object, memory, the tensor's own version counter) and a copy of
+    its values."""
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"expected a tensor, got {type(t).__name__}")
     return Witness(id(t), t.untyped_storage().data_ptr(), t._version, tuple(t.shape), t.dtype,
@@ -153,11 +155,34 @@ def check_example_category(classify_update: Callable, statement: str, expected: 
         fail(f"{what} returned an unknown category", got=repr(got),
              expected=" or ".join(map(repr, CATEGORIES)), hint="spell the category exactly as in the table above.")
     if got != expected:
+        m = measure(statement, device, dtype)
         fail(f"{what} gave the wrong category", inputs=f"x = make_x({str(device)!r}, {dtype})",
-             expected=repr(expected), got=repr(got), detail="measured: " + measure(statement, device, dtype).facts(),
-             hint="apply the rules of the table in order, on measurements: keep x0 = x, read its _version, "
-                  "storage address, shape and a copy of its values before the statement, and compare after.")
+             expected=repr(expected), got=repr(got), detail="measured: " + m.facts(),
+             hint=_example_hint(expected, got, m))
     return got
+
+
+def _example_hint(expected: str, got: str, m: Measurement) -> str:
+    """What to look at next, from the measured facts of an example whose category the notebook states."""
+    before, after = m.before.version, m.original_after.version
+    if expected == "in-place" and after - before > 1:
+        return (f"x0._version went from {before} to {after}: any increase means an in-place operation ran, "
+                "not only an increase by one (one statement can run several). Test x0._version > the version "
+                "read before.")
+    if expected == "in-place":
+        return ("x0._version went up: test it first, on the old tensor x0 (keep x0 = x), even when x was "
+                "rebound afterwards or no value changed.")
+    if expected == "untracked-write":
+        return ("x0._version stayed put, but x0's contents did not: compare its values (a copy taken before, "
+                "torch.equal), its shape and its storage address with what they were before the statement.")
+    if expected == "new-view" and got == "new-tensor":
+        return ("x now names another object on x0's memory: compare untyped_storage().data_ptr() (the start "
+                "of the block), not x.data_ptr() (the first element, which moves for x[1:]).")
+    if expected == "no-change" and got == "in-place":
+        return ("x0._version did not move (a method name ending in _ is not enough), and x still names x0: "
+                "nothing happened to it.")
+    return ("apply the rules of the table in order, on measurements: keep x0 = x, read its _version, "
+            "storage address, shape and a copy of its values before the statement, and compare after.")
 
 
 # --------------------------------------------------------------------------- showing measurements
@@ -193,7 +218,8 @@ def measurement_html(m: Measurement) -> str:
             "<table><tr><th>name</th><th>id(...)</th><th>untyped_storage().data_ptr()</th><th>_version</th></tr>"
             f"{rows}</table>"
             f"<p>x after is the same object: <b>{m.same_object}</b>; shares the old storage: <b>{m.same_storage}</b>; "
-            f"x0's contents changed: <b>{m.contents_changed}</b></p>"
+            f"x0's contents changed: <b>{m.contents_changed}</b>; "
+            f"x0._version: <b>{m.before.version} &rarr; {m.original_after.version}</b> (measured)</p>"
             f"<p>a (alias) before: <code>{_values_text(m.before)}</code><br>"
             f"a (alias) after: <code>{_values_text(m.original_after)}</code><br>"
             f"x after: <code>{_values_text(m.after)}</code></p>")
@@ -258,8 +284,11 @@ def draw_names_objects_storage(m: Measurement, fig=None):
     if not m.same_storage:
         storages = {"s1": sto_text(af, "new storage"), **storages} if not m.same_object else storages
     title = f"after  {m.statement}"
+    change = f"x0._version {b.version} -> {oa.version}"     # measured, never assumed to be +1
     if m.contents_changed:
-        title += ("  (written, version +1)" if m.version_bumped else "  (written, version NOT bumped)")
+        title += f"\n(x0 changed, {change})" if m.version_bumped else f"\n(x0 changed, {change}: NOT bumped)"
+    elif m.version_bumped:
+        title += f"\n(x0's contents unchanged, {change})"
     panel(axes[1], title, names, objects, storages)
     fig.tight_layout()
     return fig

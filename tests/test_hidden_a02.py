@@ -71,9 +71,10 @@ def test_cases_are_deterministic_plain_data_and_cover_the_visible_tests():
     device = str(a02.course_device())
     cases = {gid: [(c["statement"], c["device"], c["dtype"]) for c in check.cases()]
              for check in checks_for(ASSIGNMENT) if (gid := check.grade_id) in CLASSIFY_IDS}
-    for gid, visible in [(CLASSIFY_IDS[0], ["x = x + 1", "x += 1", "x[0] = 1", "x = x.add_(1)"]),
-                         (CLASSIFY_IDS[1], ["x = x[:]"]), (CLASSIFY_IDS[2], ["x = x.contiguous()"]),
-                         (CLASSIFY_IDS[3], ["x.data += 1", "x.detach().add_(1)", "x *= 1"])]:
+    for gid, visible in [(CLASSIFY_IDS[0], ["x = x + 1", "x += 1", "x[0] = 1", "x = x.add_(1)", "x[0] += 1", "x.t_()"]),
+                         (CLASSIFY_IDS[1], ["x = x[:]", "x = x[1:]"]),
+                         (CLASSIFY_IDS[2], ["x = x.contiguous()", "x.requires_grad_()"]),
+                         (CLASSIFY_IDS[3], ["x.data += 1", "x.detach().add_(1)", "x *= 1", "x.data = x.data.clone()"])]:
         for s in visible:
             assert (s, device, "float32") in cases[gid]
     for check in checks_for(ASSIGNMENT):

@@ -350,7 +350,7 @@ class ClassifyRebindVsInplace(_ClassifyCheck):
     __doc__ = _ClassifyCheck.__doc__ + "\n\n    " + __doc__
     assignment, grade_id = ASSIGNMENT, "classify_update_rebind_vs_inplace_tests"
     VISIBLE = (("x = x + 1", "new-tensor"), ("x += 1", "in-place"), ("x[0] = 1", "in-place"),
-               ("x = x.add_(1)", "in-place"))
+               ("x = x.add_(1)", "in-place"), ("x[0] += 1", "in-place"), ("x.t_()", "in-place"))
     FIXED, TEMPLATES, SEED, PER_TEMPLATE = REBIND_FIXED, REBIND_TEMPLATES, 2001, 1
     DEFAULTS = ("x = x + 1", "x += 1")
 
@@ -360,7 +360,7 @@ class ClassifyNewView(_ClassifyCheck):
     views) and look-alikes that copy or hand back ``x`` itself."""
     __doc__ = _ClassifyCheck.__doc__ + "\n\n    " + __doc__
     assignment, grade_id = ASSIGNMENT, "classify_update_new_view_tests"
-    VISIBLE = (("x = x[:]", "new-view"),)
+    VISIBLE = (("x = x[:]", "new-view"), ("x = x[1:]", "new-view"))
     FIXED, TEMPLATES, SEED, PER_TEMPLATE = VIEW_FIXED, VIEW_TEMPLATES, 2002, 1
     DEFAULTS = ("x = x[:]",)
 
@@ -371,7 +371,7 @@ class ClassifyNoChange(_ClassifyCheck):
     (``x = x.half()``, ``x = x.cpu()``), and look-alike views."""
     __doc__ = _ClassifyCheck.__doc__ + "\n\n    " + __doc__
     assignment, grade_id = ASSIGNMENT, "classify_update_no_change_tests"
-    VISIBLE = (("x = x.contiguous()", "no-change"),)
+    VISIBLE = (("x = x.contiguous()", "no-change"), ("x.requires_grad_()", "no-change"))
     FIXED, TEMPLATES, SEED, PER_TEMPLATE = NO_CHANGE_FIXED, NO_CHANGE_TEMPLATES, 2003, 1
     DEFAULTS = ("x = x.contiguous()", "x = x.float()", "x = x.double()", "x = x.cpu()")
 
@@ -382,7 +382,8 @@ class ClassifyUntrackedAndVersion(_ClassifyCheck):
     was told about though no value changed, through another object, or before ``x`` is rebound."""
     __doc__ = _ClassifyCheck.__doc__ + "\n\n    " + __doc__
     assignment, grade_id = ASSIGNMENT, "classify_update_untracked_and_version_tests"
-    VISIBLE = (("x.data += 1", "untracked-write"), ("x.detach().add_(1)", "in-place"), ("x *= 1", "in-place"))
+    VISIBLE = (("x.data += 1", "untracked-write"), ("x.detach().add_(1)", "in-place"), ("x *= 1", "in-place"),
+               ("x.data = x.data.clone()", "untracked-write"))
     FIXED, TEMPLATES, SEED, PER_TEMPLATE = UNTRACKED_FIXED, UNTRACKED_TEMPLATES, 2004, 2
     DEFAULTS = ("x.data += 1", "x.data += 1e-5")
 

@@ -2,6 +2,7 @@
 # about: (x += 1 taken for x = x + 1); the model fix itself is right (written with torch.stack/split)
 # expect: auto=3
 # expect: classify_update_rebind_vs_inplace_tests=0 classify_update_new_view_tests=0 classify_update_no_change_tests=0 classify_update_untracked_and_version_tests=0 fixed_model_forward_tests=1 fixed_model_gradients_tests=2
+# visible: fail=classify_update_rebind_vs_inplace_tests,classify_update_new_view_tests,classify_update_no_change_tests,classify_update_untracked_and_version_tests pass=fixed_model_forward_tests,fixed_model_gradients_tests
 
 # %% solution: classify_update
 import re

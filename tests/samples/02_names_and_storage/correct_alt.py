@@ -2,6 +2,7 @@
 # about: clone-then-write fix (the slice writes go into a copy autograd did not save)
 # expect: auto=9
 # expect: classify_update_rebind_vs_inplace_tests=2 classify_update_new_view_tests=1 classify_update_no_change_tests=1 classify_update_untracked_and_version_tests=2 fixed_model_forward_tests=1 fixed_model_gradients_tests=2
+# visible: pass=classify_update_rebind_vs_inplace_tests,classify_update_new_view_tests,classify_update_no_change_tests,classify_update_untracked_and_version_tests,fixed_model_forward_tests,fixed_model_gradients_tests
 
 # %% solution: classify_update
 def classify_update(statement, device=None, dtype=None):

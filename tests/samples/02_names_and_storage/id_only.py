@@ -2,6 +2,7 @@
 # about: and the model "fix" removed the harmless in-place ops but kept the slice writes (backward still fails)
 # expect: auto=2
 # expect: classify_update_rebind_vs_inplace_tests=2 classify_update_new_view_tests=0 classify_update_no_change_tests=0 classify_update_untracked_and_version_tests=0 fixed_model_forward_tests=0 fixed_model_gradients_tests=0
+# visible: fail=classify_update_new_view_tests,classify_update_no_change_tests,classify_update_untracked_and_version_tests,fixed_model_forward_tests,fixed_model_gradients_tests pass=classify_update_rebind_vs_inplace_tests
 
 # %% solution: classify_update
 def classify_update(statement, device=None, dtype=None):

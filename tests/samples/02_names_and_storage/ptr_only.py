@@ -2,6 +2,7 @@
 # about: the model "fix" writes through .data: no error, forward right, gradients silently wrong
 # expect: auto=3
 # expect: classify_update_rebind_vs_inplace_tests=2 classify_update_new_view_tests=0 classify_update_no_change_tests=0 classify_update_untracked_and_version_tests=0 fixed_model_forward_tests=1 fixed_model_gradients_tests=0
+# visible: fail=classify_update_new_view_tests,classify_update_no_change_tests,classify_update_untracked_and_version_tests,fixed_model_gradients_tests pass=classify_update_rebind_vs_inplace_tests,fixed_model_forward_tests
 
 # %% solution: classify_update
 def classify_update(statement, device=None, dtype=None):
