@@ -1,5 +1,5 @@
 """Assignment 4's course code (in-place in the wild): the tiny GAN, its data, the small models of
-the ``inplace=True`` question and a saved-tensor meter. No answers here: the training step, the
+the ``inplace=True`` question, a saved-tensor meter and a helper for the tests. No answers here: the training step, the
 in-place decision, the custom Function and the inference-mode fix are the student's.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 __all__ = ["make_gan", "ring_data", "make_optimizers", "d_loss", "g_loss", "ACTIVATIONS", "build_model", "saved_bytes",
-           "sample_gan"]
+           "sample_gan", "first_error"]
 
 
 def make_gan(seed: int = 0, latent: int = 2, hidden: int = 16, dtype=torch.float32, device="cpu"):
@@ -114,3 +114,15 @@ def saved_bytes(model: nn.Module, x: torch.Tensor) -> int:
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         model(x)
     return sum(storages.values())
+
+
+def first_error(fn) -> str | None:
+    """Run ``fn()``; ``None`` when it works, else its error as one short line (its type and the first
+    line of its message, without PyTorch's "Hint: ..."). The tests use it to report a failing backward
+    briefly instead of showing a traceback."""
+    try:
+        fn()
+    except Exception as err:  # noqa: BLE001 - reported, not hidden: the caller fails with this text
+        text = str(err).split(" Hint:")[0].strip().splitlines()
+        return f"{type(err).__name__}: {text[0][:300] if text else ''}"
+    return None

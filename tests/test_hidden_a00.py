@@ -39,3 +39,18 @@ def test_every_mutant_applies_and_compiles():
         assert len([m for m in target.mutants if not m.equivalent]) >= 8, function
         for m in target.mutants:
             compile(apply(ref, m), f"<{function}: {m.name}>", "exec")  # a syntax error is no kill
+
+
+@pytest.mark.parametrize("grade_id", ["square_sum_grad_tests", "intermediate_grad_tests"])
+def test_the_formula_instead_of_autograd_fails(grade_id):
+    """The tasks ask autograd to compute the gradient: the right numbers from a formula (sample
+    ``closed_form``) fail, and the message says no backward pass ran."""
+    from instructor.grading.samples import SAMPLES, parse_sample
+
+    ns = dict(notebook_namespace("00_orientation"))
+    code = next(t for k, g, t in parse_sample(SAMPLES / "00_orientation" / "closed_form.py").blocks
+                if g == grade_id.removesuffix("_tests"))
+    exec(code, ns)  # noqa: S102
+    with contextlib.redirect_stdout(io.StringIO()):
+        v = run_in_process(grade_id, ns, "00_orientation")
+    assert not v.passed and "no backward pass ran" in v.message, v.message

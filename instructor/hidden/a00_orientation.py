@@ -11,6 +11,36 @@ from .mutation import Mutant, Target
 ASSIGNMENT = "00_orientation"
 
 
+def counted_backward(fn, *args):
+    """Call ``fn(*args)`` and count the backward passes autograd's engine runs meanwhile
+    (``.backward()``, ``torch.autograd.grad`` and ``torch.func`` all go through it): ``(result, runs)``.
+    Shipped into the sandbox with the probes that use it."""
+    from torch.autograd.variable import Variable
+
+    engine, runs = Variable._execution_engine, []
+
+    class Counting:
+        def run_backward(self, *a, **k):
+            runs.append(1)
+            return engine.run_backward(*a, **k)
+
+        def __getattr__(self, name):
+            return getattr(engine, name)
+
+    Variable._execution_engine = Counting()
+    try:
+        result = fn(*args)
+    finally:
+        Variable._execution_engine = engine
+    return result, len(runs)
+
+
+def check_autograd_ran(runs, what, hint):
+    check_true(runs > 0, f"{what} has the right numbers, but autograd did not compute them",
+               expected=f"a backward pass inside {what.split('(')[0]} (.backward() or torch.autograd.grad)",
+               got="no backward pass ran", hint=hint)
+
+
 class EnvironmentReport(Check):
     """``environment_report()``: no input. Its dict must hold the grader's torch version, the
     course device type and a real bool for CUDA (the sandbox sees the grader's GPUs and
@@ -45,8 +75,10 @@ class EnvironmentReport(Check):
 class SquareSumGrad(Check):
     """``square_sum_grad(values)``: a list of 1 to 12 floats (any sign, zero included; several lists of
     the same length). Returns d/dx sum(x**3) = 3 x**2 as a float64 tensor of the same length on the
-    course device (``DEVICE``), to float64 precision."""
+    course device (``DEVICE``), to float64 precision, computed by autograd: a backward pass must run
+    inside the function (the task forbids returning the formula)."""
     assignment, grade_id, function = ASSIGNMENT, "square_sum_grad_tests", "square_sum_grad"
+    probe_helpers = (counted_backward,)
 
     def cases(self):
         g = torch.Generator().manual_seed(100)
@@ -58,10 +90,13 @@ class SquareSumGrad(Check):
 
     @staticmethod
     def probe(ns, case):
-        return student(ns, "square_sum_grad")(list(case["values"]))
+        g, runs = counted_backward(student(ns, "square_sum_grad"), list(case["values"]))
+        return {"grad": g, "backward_runs": runs}
 
-    def judge(self, case, g):
+    def judge(self, case, r):
         from autograder import course_device
+
+        g = r["grad"]
 
         expected = 3 * torch.tensor(case["values"], dtype=torch.float64) ** 2
         check_tensor(g, "square_sum_grad(values)", shape=tuple(expected.shape),
@@ -72,6 +107,9 @@ class SquareSumGrad(Check):
                      hint="make x with device=DEVICE, as the task says.")
         check_close(g.double(), expected, "square_sum_grad(values)", inputs=case["label"], rtol=1e-10, atol=1e-12,
                     hint="let autograd compute it in float64: (x ** 3).sum().backward(), then x.grad.")
+        check_autograd_ran(r["backward_runs"], "square_sum_grad(values)",
+                           hint="make x with requires_grad=True, call (x ** 3).sum().backward() and return x.grad "
+                                "instead of writing 3 * x ** 2 yourself.")
 
 
 class GradFnChain(Check):
@@ -110,8 +148,10 @@ class GradFnChain(Check):
 class IntermediateGrad(Check):
     """``intermediate_grad(values)``: a list of 1 to 5 floats (any sign, large ones included; several
     lists of the same length); returns d/dh sum(h*h) = 2h for h = sigmoid(x) as a float64 tensor of the
-    same length, to float64 precision."""
+    same length, to float64 precision, computed by autograd: a backward pass must run inside the
+    function (the task says that returning 2 * h fails)."""
     assignment, grade_id, function = ASSIGNMENT, "intermediate_grad_tests", "intermediate_grad"
+    probe_helpers = (counted_backward,)
 
     def cases(self):
         return [{"values": v, "label": f"values = {v}"}
@@ -120,9 +160,11 @@ class IntermediateGrad(Check):
 
     @staticmethod
     def probe(ns, case):
-        return student(ns, "intermediate_grad")(list(case["values"]))
+        g, runs = counted_backward(student(ns, "intermediate_grad"), list(case["values"]))
+        return {"grad": g, "backward_runs": runs}
 
-    def judge(self, case, g):
+    def judge(self, case, r):
+        g = r["grad"]
         expected = 2 * torch.tensor(case["values"], dtype=torch.float64).sigmoid()
         check_tensor(g, "intermediate_grad(values)", shape=tuple(expected.shape),
                      hint="call h.retain_grad() before backward(), then return h.grad.")
@@ -130,6 +172,9 @@ class IntermediateGrad(Check):
                      hint="make x with dtype=torch.float64, as the task says.")
         check_close(g.double(), expected, "intermediate_grad(values)", inputs=case["label"], rtol=1e-10, atol=1e-12,
                     hint="call h.retain_grad() before backward(), then return h.grad.")
+        check_autograd_ran(r["backward_runs"], "intermediate_grad(values)",
+                           hint="h.retain_grad(); (h * h).sum().backward(); return h.grad — instead of writing "
+                                "2 * h yourself.")
 
 
 # --------------------------------------------------------------------------- mutation testing
@@ -207,6 +252,10 @@ MUTANTS = {
                "    return square_sum_grad.__dict__.setdefault(len(values), x.grad)"),
         Mutant("cached by the first value", "    return x.grad",
                "    return square_sum_grad.__dict__.setdefault(values[0], x.grad)"),
+        Mutant("the formula instead of autograd", "(x ** 3).sum().backward()\n    return x.grad",
+               "return 3 * x.detach() ** 2"),
+        Mutant("the formula, after an unused backward", "return x.grad", "return 3 * x.detach() ** 2",
+               equivalent="a backward pass ran and the numbers are the same: the check cannot tell"),
         Mutant("upstream gradient 2", ".sum().backward()", ".sum().backward(torch.tensor(2.0, dtype=torch.float64, device=DEVICE))"),
         Mutant("the CPU instead of DEVICE", "device=DEVICE", "device='cpu'", equivalent=_DEVICE_IS_CPU),
         Mutant("x * x * x", "(x ** 3)", "(x * x * x)", equivalent="the same function; autograd's product rule "
@@ -271,8 +320,10 @@ MUTANTS = {
                equivalent="the same function in float64"),
         Mutant("h a leaf of its own", "h = x.sigmoid()", "h = x.sigmoid().detach().requires_grad_()",
                equivalent="the gradient with respect to h is the same"),
-        Mutant("2h written by hand", "return h.grad", "return (2 * h).detach()",
-               equivalent="the same numbers (the check judges the returned gradient)"),
+        Mutant("2h written by hand", "    h.retain_grad()\n    (h * h).sum().backward()\n    return h.grad",
+               "    return (2 * h).detach()"),
+        Mutant("2h written by hand after the backward", "return h.grad", "return (2 * h).detach()",
+               equivalent="a backward pass ran and the numbers are the same: the check cannot tell"),
         Mutant("retain_graph", ".sum().backward()", ".sum().backward(retain_graph=True)",
                equivalent="keeping the graph changes nothing"),
     )),

@@ -1,5 +1,6 @@
 # about: complete and correct, written differently from the model solution
 # expect: auto=8
+# visible: pass=environment_report_tests,square_sum_grad_tests,grad_fn_chain_tests,intermediate_grad_tests
 
 # %% solution: environment_report
 def environment_report():

@@ -3,6 +3,7 @@
 # about: and reads .grad of a non-leaf (None) in the last question
 # expect: auto=2
 # expect: environment_report_tests=2 square_sum_grad_tests=0 grad_fn_chain_tests=0 intermediate_grad_tests=0
+# visible: pass=environment_report_tests fail=square_sum_grad_tests,grad_fn_chain_tests,intermediate_grad_tests
 
 # %% solution: environment_report
 def environment_report():

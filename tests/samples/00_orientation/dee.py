@@ -2,6 +2,7 @@
 # about: before retain_grad): a warning on stderr must not zero a correct answer.
 # about: She also deleted the test cell of the first question; nbgrader puts it back.
 # expect: auto=8
+# visible: pass=square_sum_grad_tests,grad_fn_chain_tests,intermediate_grad_tests
 
 # %% solution: environment_report
 import warnings

@@ -1,6 +1,7 @@
 # about: complete and correct, other styles: x * x * x, a report built key by key, the chain walked
 # about: with a for loop, and h made a leaf of its own
 # expect: auto=8
+# visible: pass=environment_report_tests,square_sum_grad_tests,grad_fn_chain_tests,intermediate_grad_tests
 
 # %% solution: environment_report
 def environment_report():

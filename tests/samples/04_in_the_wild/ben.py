@@ -3,6 +3,7 @@
 # about: under another name, clone made under no_grad
 # expect: auto=14
 # expect: reproduce_gan_error_tests=2 train_step_tests=4 safe_inplace_tests=3 sigmoid_inplace_tests=3 to_autograd_tests=2
+# visible: pass=reproduce_gan_error_tests,train_step_tests,safe_inplace_tests,sigmoid_inplace_tests,to_autograd_tests
 
 # %% solution: reproduce_gan_error
 def reproduce_gan_error():

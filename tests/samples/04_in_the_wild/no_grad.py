@@ -2,6 +2,7 @@
 # about: both losses: D's step is right, G gets no gradient
 # expect: auto=10
 # expect: reproduce_gan_error_tests=2 train_step_tests=0 safe_inplace_tests=3 sigmoid_inplace_tests=3 to_autograd_tests=2
+# visible: fail=train_step_tests pass=reproduce_gan_error_tests,safe_inplace_tests,sigmoid_inplace_tests,to_autograd_tests
 # base: ada
 
 # %% solution: train_step

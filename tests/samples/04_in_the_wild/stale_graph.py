@@ -2,6 +2,7 @@
 # about: both steps, so D steps with loss_d's + loss_g's gradient and G's goes through the old D
 # expect: auto=10
 # expect: reproduce_gan_error_tests=2 train_step_tests=0 safe_inplace_tests=3 sigmoid_inplace_tests=3 to_autograd_tests=2
+# visible: fail=train_step_tests pass=reproduce_gan_error_tests,safe_inplace_tests,sigmoid_inplace_tests,to_autograd_tests
 # base: ada
 
 # %% solution: train_step
