@@ -103,11 +103,52 @@ def test_fix_candidates_have_one_outcome_whatever_the_input():
         seen |= {a01.judge_decode(decode, seed=s, shape=(1, 2, 3, 3, 6)) for s in range(2)}
         assert len(seen) == 1, (name, seen)
         outcomes[name] = seen.pop()
-    assert {outcomes["broken_decode"], outcomes["fix_clone"], outcomes["fake_fix_hooks"]} == \
-        {"error", "correct", "wrong_gradient"}  # the visible test's three
     assert (outcomes["broken_decode"], outcomes["fix_clone"], outcomes["fake_fix_hooks"]) == \
         ("error", "correct", "wrong_gradient")
     assert set(outcomes.values()) == {"error", "no_gradient", "wrong_gradient", "correct"}
+
+
+def test_version_program_is_the_one_the_task_shows():
+    """The task prints the program the visible test and the hidden check run, line by line."""
+    from autograder.saved_tensors import VERSION_PROGRAM, version_program_text
+
+    nb = nbformat.read(SOURCE, as_version=4)
+    task = next(c.source for c in nb.cells if c.cell_type == "markdown" and "predict_versions()" in c.source)
+    assert version_program_text() in task
+    assert f"Return your {len(VERSION_PROGRAM)} numbers" in task
+    truth = a01.run_version_program()
+    # the surprising cases the notebook measures before the task are in the program
+    statements = [s for s, _ in VERSION_PROGRAM]
+    assert truth[statements.index("a[1] += 1")] - truth[statements.index("a[1] += 1") - 1] == 2
+    assert truth[statements.index("a.unsqueeze_(0)")] - truth[statements.index("a.unsqueeze_(0)") - 1] == 1
+    assert truth[statements.index("a.requires_grad_()")] == truth[statements.index("a.requires_grad_()") - 1]
+    assert truth[statements.index("a.data.add_(1)")] == truth[statements.index("a.data.add_(1)") - 1]
+    assert truth == a01._PREDICTED
+
+
+def _visible_part(grade_id: str) -> str:
+    nb = nbformat.read(SOURCE, as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+    return cell.source.split("### BEGIN HIDDEN TESTS")[0]
+
+
+def test_visible_judge_fix_cases_agree_with_the_hidden_truth(notebook_ns):
+    """Each outcome has a visible case, and each visible expectation is what the grader's truth says."""
+    seen = []
+
+    def fake_call(judge, decode):
+        return a01.judge_decode(decode)
+
+    def record(got, expected, what, hint=""):
+        seen.append((what, got, expected))
+
+    ns = dict(notebook_ns, call_student=fake_call, check_equal=record)
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(_visible_part("judge_fix_tests"), ns)  # noqa: S102
+    assert seen and all(got == expected for _, got, expected in seen), seen
+    assert {expected for _, _, expected in seen} == {"error", "no_gradient", "wrong_gradient", "correct"}
+    # the order trap: a result that needs no grad is "no_gradient", though backward on it would raise
+    assert ("judge_fix(fake_fix_no_grad)", "no_gradient", "no_gradient") in seen
 
 
 def test_read_error_cases_span_the_input_space():
@@ -208,10 +249,12 @@ def reproduce_sigmoid_error():
 ''',
     },
     "predict_versions_tests": {
-        "one wrong": "def predict_versions():\n    return [0, 1, 2, 2, 3, 4, 4, 0, 0, 2]\n",
-        "nine numbers": "def predict_versions():\n    return [0, 1, 2, 2, 3, 3, 4, 0, 0]\n",
-        "strings": "def predict_versions():\n    return [str(v) for v in [0, 1, 2, 2, 3, 3, 4, 0, 0, 2]]\n",
-        "floats": "def predict_versions():\n    return [0.0, 1, 2, 2, 3, 3, 4, 0, 0, 2]\n",
+        "one wrong": "def predict_versions():\n    return [0, 1, 2, 4, 4, 5, 5, 6, 6, 7, 0, 2]\n",
+        "+1 per statement": "def predict_versions():\n    return [0, 1, 2, 3, 3, 4, 4, 5, 5, 5, 0, 2]\n",
+        "the first edition's program": "def predict_versions():\n    return [0, 1, 2, 2, 3, 3, 4, 0, 0, 2]\n",
+        "eleven numbers": "def predict_versions():\n    return [0, 1, 2, 4, 4, 5, 5, 6, 7, 7, 0]\n",
+        "strings": "def predict_versions():\n    return [str(v) for v in [0, 1, 2, 4, 4, 5, 5, 6, 7, 7, 0, 2]]\n",
+        "floats": "def predict_versions():\n    return [0.0, 1, 2, 4, 4, 5, 5, 6, 7, 7, 0, 2]\n",
     },
     "read_error_message_tests": {
         "shape as a list": '''

@@ -253,9 +253,9 @@ def fix_cat(p, grid, anchor_grid, stride):
                       s[..., 4:]], dim=-1)
 '''
 DECODES: list[tuple[str, str, str]] = [
-    # --- the visible test's three, as the notebook defines them
+    # --- the notebook's broken_decode and fake_fix_hooks (both in the visible test), and a clone fix
     ("broken_decode", "the notebook's broken_decode (writes into the sigmoid's output)", _BROKEN),
-    ("fix_clone", "the notebook's fix_clone", _BROKEN_ON + '''
+    ("fix_clone", "writes into a clone of the sigmoid's output", _BROKEN_ON + '''
 def fix_clone(p, grid, anchor_grid, stride):
     return broken_decode_on(p.sigmoid().clone(), grid, anchor_grid, stride)
 '''),
@@ -591,8 +591,9 @@ class ReproduceSigmoidError(Check):
 
 
 class PredictVersions(Check):
-    """``predict_versions()``: no input; returns 10 ints (list or tuple), the ``_version`` after each
-    line of :data:`autograder.saved_tensors.VERSION_PROGRAM`. The truth is the program, run here."""
+    """``predict_versions()``: no input; returns one int per line of
+    :data:`autograder.saved_tensors.VERSION_PROGRAM` (list or tuple), the ``_version`` after that line.
+    The truth is the program, run here (the visible test runs it too and says which lines are wrong)."""
     assignment, grade_id, function = ASSIGNMENT, "predict_versions_tests", "predict_versions"
 
     def cases(self):
@@ -988,7 +989,7 @@ class JudgeFix(Check):
 # Plausible wrong variants of each reference solution (``python -m instructor.hidden.mutation
 # 01_version_counter``): each must fail a check, except those marked equivalent (they must pass).
 
-_PREDICTED = [0, 1, 2, 2, 3, 3, 4, 0, 0, 2]
+_PREDICTED = [0, 1, 2, 4, 4, 5, 5, 6, 7, 7, 0, 2]
 
 
 def _one_off(i: int, delta: int) -> Mutant:
@@ -1044,13 +1045,15 @@ MUTANTS = {
                equivalent="the gradient still reaches the sigmoid"),
     )),
     "predict_versions": Target(checks=("predict_versions_tests",), mutants=(
-        *(_one_off(i, 1) for i in range(10)),
-        _one_off(3, -2), _one_off(6, -1),
-        Mutant("nine numbers", f"return {_PREDICTED}", f"return {_PREDICTED[:-1]}"),
-        Mutant("eleven numbers", f"return {_PREDICTED}", f"return {_PREDICTED + [2]}"),
+        *(_one_off(i, 1) for i in range(len(_PREDICTED))),
+        _one_off(3, -1),   # a[1] += 1 counted as one write
+        _one_off(8, -1),   # unsqueeze_ counted as no write (no number changes)
+        _one_off(10, 7),   # a = a * 1 thought to keep a's count
+        Mutant("one number short", f"return {_PREDICTED}", f"return {_PREDICTED[:-1]}"),
+        Mutant("one number too many", f"return {_PREDICTED}", f"return {_PREDICTED + [2]}"),
         Mutant("strings", f"return {_PREDICTED}", f"return [str(v) for v in {_PREDICTED}]"),
         Mutant("floats", f"return {_PREDICTED}", f"return [float(v) for v in {_PREDICTED}]"),
-        Mutant("a bool for a 1", f"return {_PREDICTED}", "return [0, True, 2, 2, 3, 3, 4, 0, 0, 2]"),
+        Mutant("a bool for a 1", f"return {_PREDICTED}", f"return {[0, True] + _PREDICTED[2:]}"),
         Mutant("reversed", f"return {_PREDICTED}", f"return {_PREDICTED[::-1]}"),
         Mutant("a dict", f"return {_PREDICTED}", f"return dict(enumerate({_PREDICTED}))"),
         Mutant("a tensor", f"return {_PREDICTED}", f"return torch.tensor({_PREDICTED})"),

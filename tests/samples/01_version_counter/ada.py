@@ -1,6 +1,7 @@
 # about: complete and correct, in the model solution's style (torch.cat fix, regex parser, write-and-try saved_by)
 # expect: auto=15
 # expect: reproduce_sigmoid_error_tests=3 predict_versions_tests=2 read_error_message_tests=3 saved_by_tests=2 fixed_sigmoid_decode_tests=3 judge_fix_tests=2
+# visible: pass=reproduce_sigmoid_error_tests,predict_versions_tests,read_error_message_tests,saved_by_tests,fixed_sigmoid_decode_tests,judge_fix_tests
 
 # %% solution: reproduce_sigmoid_error
 def reproduce_sigmoid_error():
@@ -13,7 +14,7 @@ def reproduce_sigmoid_error():
 
 # %% solution: predict_versions
 def predict_versions():
-    return [0, 1, 2, 2, 3, 3, 4, 0, 0, 2]
+    return [0, 1, 2, 4, 4, 5, 5, 6, 7, 7, 0, 2]
 
 # %% solution: read_error_message
 def read_error_message(err):

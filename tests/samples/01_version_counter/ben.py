@@ -18,9 +18,11 @@ def reproduce_sigmoid_error():
 # %% solution: predict_versions
 def predict_versions():
     versions = [0, 1, 2]      # zeros, +=, slice assignment
-    versions += [2, 3]        # the view shares a's counter
-    versions += [3, 4]        # .data: own counter; detach: shared counter
-    versions += [0, 0, 2]     # new tensors, then two in-place methods
+    versions += [4]           # a[1] += 1: add_ into the view, then copy_ back
+    versions += [4, 5]        # the view shares a's counter
+    versions += [5, 6]        # .data: own counter; detach: shared counter
+    versions += [7, 7]        # unsqueeze_ changes the shape in place; requires_grad_ only a flag
+    versions += [0, 2]        # a new object, then two in-place methods
     return versions
 
 # %% solution: read_error_message

@@ -17,7 +17,7 @@ def reproduce_sigmoid_error():
 
 # %% solution: predict_versions
 def predict_versions():
-    return (0, 1, 2, 2, 3, 3, 4, 0, 0, 2)
+    return (0, 1, 2, 4, 4, 5, 5, 6, 7, 7, 0, 2)
 
 # %% solution: read_error_message
 PATTERN = re.compile(r"\[(?P<kind>\S+) \[(?P<dims>[^\]]*)\]\]"

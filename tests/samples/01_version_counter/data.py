@@ -1,6 +1,7 @@
 # about: silences the error by writing through .data: right values, no error, silently wrong gradient
 # expect: auto=12
 # expect: reproduce_sigmoid_error_tests=3 predict_versions_tests=2 read_error_message_tests=3 saved_by_tests=2 fixed_sigmoid_decode_tests=0 judge_fix_tests=2
+# visible: fail=fixed_sigmoid_decode_tests pass=judge_fix_tests
 # base: ada
 
 # %% solution: fixed_sigmoid_decode

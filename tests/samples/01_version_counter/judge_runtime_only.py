@@ -2,6 +2,7 @@
 # about: the allow_mutation decode (AssertionError at backward) crashes it and a no_grad decode is called an error
 # expect: auto=13
 # expect: reproduce_sigmoid_error_tests=3 predict_versions_tests=2 read_error_message_tests=3 saved_by_tests=2 fixed_sigmoid_decode_tests=3 judge_fix_tests=0
+# visible: fail=judge_fix_tests
 # base: ada
 
 # %% solution: judge_fix
