@@ -1,4 +1,4 @@
-"""A from-scratch re-implementation of the YOLOv5 (release 5.0) detection head.
+"""A from-scratch re-implementation of the YOLOv5 (release 5.0) detection head, ``LegacyDetect``.
 
 The course studies one specific bug: the release-5.0 ``Detect`` head decodes its
 predictions by writing *in place* into the output of ``torch.sigmoid``.  Sigmoid
@@ -7,12 +7,45 @@ bumped that tensor's version counter from 0 to 2, any attempt to
 back-propagate through the decoded output fails with::
 
     RuntimeError: one of the variables needed for gradient computation has been
-    modified by an inplace operation: [...], which is output 0 of
-    SigmoidBackward0, is at version 2; expected version 0 instead. ...
+    modified by an inplace operation: [...], which is output 0 of Sigmoid,
+    is at version 2; expected version 0 instead. ...
 
-:class:`LegacyDetect` reproduces that behaviour faithfully (same constructor,
-same buffers, same state-dict keys and shapes, same forward), so a state dict
-saved from the original head loads into it unchanged.
+(Depending on the PyTorch version the node is spelled ``Sigmoid`` or, as in the
+course's seed error, ``SigmoidBackward0``.)
+
+How :class:`LegacyDetect` relates to release 5.0's ``Detect`` (``models/yolo.py``)
+-------------------------------------------------------------------------------
+It is written from scratch for the course (no code is copied). What is the same:
+
+* class attributes ``stride = None`` and ``export = False``; the constructor's arguments
+  ``(nc=80, anchors=(), ch=())``; attributes ``nc``, ``no = nc + 5``, ``nl``, ``na`` and ``grid``
+  (a list of ``nl`` one-element placeholders); buffers ``anchors`` ``(nl, na, 2)`` and
+  ``anchor_grid`` ``(nl, 1, na, 1, 1, 2)``; one 1x1 ``Conv2d`` per level in ``m``.  So the
+  state-dict keys and shapes are 5.0's, and state dicts load either way with ``strict=True``.
+* in ``forward``, every step that computes something, in 5.0's order: the conv, the
+  ``view``/``permute``/``contiguous`` to ``(bs, na, ny, nx, no)``, ``y = x[i].sigmoid()``, the xy
+  slice write ``(y*2 - 0.5 + grid) * stride`` and then the wh slice write ``(y*2)**2 * anchor_grid``
+  (the same constants), ``z.append(y.view(bs, -1, no))``, and the return value: the list ``x`` in
+  training mode, ``(torch.cat(z, 1), x)`` in eval mode.  Hence the same decoded values and the same
+  version-counter error at backward (``output 0 of Sigmoid``, version 2, expected 0).
+* no dtype casts, as in 5.0: in a float16 head the grid is float32, so the xy expression is computed
+  in float32 and the slice write casts it back into ``y``'s dtype.
+* no ``inplace`` switch: 5.0 has none (a later release added ``Detect(..., inplace=True)``).
+
+What differs (none of it touches the decode):
+
+1. ``export``.  5.0 runs ``self.training |= self.export``, so one forward with ``export = True``
+   leaves the module in training mode for good.  Here a local ``raw_only = self.training or
+   self.export`` decides what to return; ``self.training`` is never changed.
+2. Grid rebuild.  5.0 rebuilds ``grid[i]`` when its ``(ny, nx)`` differs from the level's.  Here it
+   is also rebuilt when it lives on another device than the level's output (5.0 checks the size
+   only), so a head moved to another device after a forward keeps working.
+3. Grid construction.  5.0's ``_make_grid`` uses ``torch.meshgrid`` then ``.float()``; here
+   :func:`make_grid` uses ``arange``/``expand``/``stack``.  The result is the same: float32, on
+   the CPU, shape ``(1, 1, ny, nx, 2)``, last dimension ``(x, y)``.
+4. Spelling only: ``super().__init__()``, docstrings and comments; and the module-level
+   :func:`legacy_decode` (one level's decode with the same two writes, for the course's tests),
+   which 5.0 does not have.
 
 Module-level helpers
 --------------------
