@@ -330,17 +330,25 @@ class _Recorder(TorchDispatchMode):
         out = func(*args, **kwargs)
         # who wrote (an optimizer, an inplace=True layer, a custom Function): known only now, on this stack
         writer = _library_writer() if written else ""
-        self.pending.append((func, _user_sites(), written, before, out, writer))
+        self.pending.append((func, _user_sites(), written, before, out, writer, torch.is_grad_enabled()))
         return out
 
     def flush(self) -> None:
         pending, self.pending = self.pending, []
-        for func, sites, written, before, out, writer in pending:
+        for func, sites, written, before, out, writer, grad_mode in pending:
             for t in written:
                 self._check_write(t, func, sites, writer)
-            for t in (*_tensors(out), *written):
-                if t.grad_fn is not None:
-                    self._discover(t.grad_fn, func, sites)
+            # Read grad_fn in the grad mode the op ran in: reading it later, with grad mode back on, makes
+            # PyTorch rebuild the history of a view made under no_grad and raise an error the user's
+            # program would never have seen.
+            with torch.set_grad_enabled(grad_mode):
+                for t in (*_tensors(out), *written):
+                    try:
+                        node = t.grad_fn
+                    except RuntimeError:
+                        continue
+                    if node is not None:
+                        self._discover(node, func, sites)
 
     def _discover(self, root, func, sites) -> None:
         """Record the saves of every node not seen before (i.e. made by this op)."""

@@ -555,3 +555,22 @@ def test_readme_claims_about_the_message_and_anomaly_mode():
     printed = "\n".join(str(w.message) for w in caught)
     assert "LINE-SIGMOID" in printed, printed
     assert "LINE-SLICE" not in printed and "LINE-ADD" not in printed, printed
+
+
+def test_a_slice_write_under_no_grad_gets_the_same_error_with_the_locator():
+    """Watching must not change the program: a view made under no_grad is not rebuilt by the locator."""
+    def writes_under_no_grad(p):
+        y = p.sigmoid()
+        with torch.no_grad():
+            y[..., 0:2] = y[..., 0:2] * 2
+        return y
+
+    p = torch.randn(2, 3, 4, 4, 7, requires_grad=True)
+    with pytest.raises(RuntimeError) as plain:
+        writes_under_no_grad(p).sum().backward()
+    with pytest.raises(RuntimeError) as watched:
+        with locate_inplace():
+            writes_under_no_grad(p).sum().backward()
+    assert str(watched.value) == str(plain.value)
+    report = watched.value.inplace_report
+    assert "y[..., 0:2] = y[..., 0:2] * 2" in report and "version 0 → 1" in report, report
