@@ -134,6 +134,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| grade --jobs {args.jobs} | {parallel:.0f} s | {rate(parallel)} | {serial / parallel:.2f}× |")
     print(breakdown(r1, floor))
     print(f"--jobs 1 and --jobs {args.jobs} gave {'the same' if same else 'DIFFERENT'} scores")
+    by_key = {(r.student, r.assignment): r for r in rn}
+    for r in r1:
+        other = by_key.get((r.student, r.assignment))
+        if other is None or other.auto_score != r.auto_score:
+            def show(x):
+                return "missing" if x is None else (f"{x.auto_score:g} " + " ".join(
+                    f"{q.grade_id}={q.score}" for q in x.questions) + f" {x.error} {x.flags} {x.integrity}")
+            print(f"  {r.student}/{r.assignment}: --jobs 1: {show(r)}\n      --jobs {args.jobs}: {show(other)}")
     return 0 if same else 1
 
 
