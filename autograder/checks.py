@@ -42,7 +42,7 @@ class CheckFailed(AssertionError):
     """
 
     def _render_traceback_(self) -> list[str]:
-        return [f"CheckFailed: {self}"]
+        return [f"{type(self).__name__}: {self}"]
 
 
 def describe(value: Any) -> str:
@@ -67,7 +67,7 @@ def fail(what: str, *, expected: Any = None, got: Any = None, inputs: Any = None
     if got is not None:
         lines.append(f"  got      : {got if isinstance(got, str) else describe(got)}")
     if detail:
-        lines += ["  " + line for line in detail.strip().splitlines()]
+        lines += ["  " + line for line in _brief(detail)]
     if hint:
         lines.append(f"  try next : {hint}")
     raise CheckFailed("\n".join(lines))
@@ -135,6 +135,24 @@ def check_close(actual: Any, expected: torch.Tensor, what: str, *, inputs: Any =
              got=f"{float(actual.detach().flatten()[diff.argmax()]):.6g} at index {idx}" if idx else "",
              detail=str(err).splitlines()[0] + "\n" + "\n".join(str(err).splitlines()[1:3]),
              hint=hint)
+
+
+MAX_DETAIL_LINES = 4   # with the what / input / expected / got / try-next lines: at most ten in all
+
+
+def _brief(detail: str) -> list[str]:
+    """At most ``MAX_DETAIL_LINES`` lines of detail. A locator report keeps its first line and its
+    "In short:" line (which save, which writes); anything cut is counted, never silently dropped."""
+    lines = [line for line in detail.strip().splitlines() if line.strip()]
+    if len(lines) <= MAX_DETAIL_LINES:
+        return lines
+    short = [line.strip() for line in lines if line.strip().startswith("In short:")]
+    if short:   # a locator report: which save and writes, then the first write and its line of code
+        first_write = [i for i, line in enumerate(lines) if line.strip().startswith("Then written in place")]
+        keep = short[:1] + (lines[first_write[0] + 1:first_write[0] + 3] if first_write else [])
+    else:
+        keep = lines[:MAX_DETAIL_LINES - 1]
+    return keep + [f"(+{len(lines) - len(keep)} more lines: run the failing call in a cell of your own to see them all)"]
 
 
 def check_equal(actual: Any, expected: Any, what: str, hint: str = "", inputs: Any = None) -> None:

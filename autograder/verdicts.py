@@ -19,7 +19,15 @@ import sys
 
 from .checks import CheckFailed
 
-__all__ = ["confirmed"]
+__all__ = ["confirmed", "HiddenTestFailed"]
+
+
+class HiddenTestFailed(CheckFailed):
+    """A hidden test failed (its visible tests, above it in the same cell, passed).
+
+    It reads like any other failed check; its own name lets the course's tests tell, in an autograded
+    notebook, a cell whose *visible* tests failed from one whose hidden tests did.
+    """
 
 
 def confirmed(grade_id: str) -> None:
@@ -33,7 +41,7 @@ def confirmed(grade_id: str) -> None:
         if verdict is None:
             raise CheckFailed(f"no confirmation for '{grade_id}': the hidden checks of this question did not run")
         if not verdict["passed"]:
-            raise CheckFailed(verdict["message"]) from None
+            raise HiddenTestFailed(verdict["message"]) from None
         return
     from .cli import instructor_available, use_instructor_side
 
@@ -46,4 +54,4 @@ def confirmed(grade_id: str) -> None:
 
     verdict = run_in_process(grade_id, sys._getframe(1).f_globals)
     if not verdict.passed:
-        raise CheckFailed(verdict.message) from None
+        raise HiddenTestFailed(verdict.message) from None

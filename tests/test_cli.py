@@ -132,7 +132,7 @@ def test_selfgrade_prints_scores_and_messages_not_hidden_code(tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     out = proc.stdout
     assert "environment_report_tests" in out and "2 / 2" in out
-    assert "square_sum_grad_tests" in out and "try next" in out
+    assert "cube_sum_grad_tests" in out and "try next" in out
     assert "autograded total: 2 / 8" in out
     assert "BEGIN HIDDEN TESTS" not in out and "reference_chain" not in out, "hidden test code leaked"
     assert path.read_bytes() == before

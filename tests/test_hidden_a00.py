@@ -12,7 +12,7 @@ from instructor.hidden import a00_orientation as a00
 from instructor.hidden import checks_for, run_in_process
 from instructor.hidden.mutation import apply, notebook_namespace, reference_solution
 
-GRADE_IDS = ["environment_report_tests", "square_sum_grad_tests", "grad_fn_chain_tests", "intermediate_grad_tests"]
+GRADE_IDS = ["environment_report_tests", "cube_sum_grad_tests", "grad_fn_chain_tests", "intermediate_grad_tests"]
 
 
 @pytest.mark.parametrize("grade_id", GRADE_IDS)
@@ -33,7 +33,7 @@ def test_cases_are_labelled_and_repeat_lengths():
 
 
 def test_every_mutant_applies_and_compiles():
-    assert set(a00.MUTANTS) == {"environment_report", "square_sum_grad", "grad_fn_chain", "intermediate_grad"}
+    assert set(a00.MUTANTS) == {"environment_report", "cube_sum_grad", "grad_fn_chain", "intermediate_grad"}
     for function, target in a00.MUTANTS.items():
         ref = reference_solution("00_orientation", function)
         assert len([m for m in target.mutants if not m.equivalent]) >= 8, function
@@ -41,7 +41,7 @@ def test_every_mutant_applies_and_compiles():
             compile(apply(ref, m), f"<{function}: {m.name}>", "exec")  # a syntax error is no kill
 
 
-@pytest.mark.parametrize("grade_id", ["square_sum_grad_tests", "intermediate_grad_tests"])
+@pytest.mark.parametrize("grade_id", ["cube_sum_grad_tests", "intermediate_grad_tests"])
 def test_the_formula_instead_of_autograd_fails(grade_id):
     """The tasks ask autograd to compute the gradient: the right numbers from a formula (sample
     ``closed_form``) fail, and the message says no backward pass ran."""

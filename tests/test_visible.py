@@ -1,10 +1,14 @@
 """What a student sees before handing in: visible tests that teach, and failures that read short.
 
-Each sample with a ``# visible:`` line is filled into its *released* notebook (no hidden tests) and run
-top to bottom like Run All; the test cells it names must fail (the silent-wrong fixes the section warns
-about) or pass (correct answers in any style). Every failure any of these runs shows must read the
-course's way: at most ten lines, the friendly "what went wrong" line first, no Python traceback and no
-chained exception. The untouched release notebooks are run too: a student's very first failure.
+Each sample with a ``# visible:`` line names test cells whose *visible* tests must fail with its
+answers (the silent-wrong fixes the section warns about) or pass (correct answers in any style).
+The session's grading run (``conftest.graded``: real nbgrader, every sample, source and release
+notebook) already executed every test cell; a cell whose visible tests passed but whose hidden part
+failed ends in ``HiddenTestFailed``, so its visible outcome is read from the autograded notebook with
+no extra run. (``python -m instructor.grading.visible`` runs samples in the release itself, for
+authors.) Every failure must read the course's way: at most ten lines, the friendly line first, no
+Python traceback and no chained exception — the untouched release notebooks included, which is a
+student's very first failure, as nbgrader's feedback shows it.
 """
 from __future__ import annotations
 
@@ -15,15 +19,22 @@ from instructor.grading import course, samples, visible
 
 VISIBLE = [s for s in samples.load_samples() if s.expect_visible]
 MAX_LINES = 10
+RELEASE_STUDENT = "zz-release"
 
 
 @pytest.fixture(scope="session")
-def visible_runs() -> dict[str, visible.VisibleRun]:
-    runs = visible.run_samples(VISIBLE, jobs=2)
-    for a in course.assignments():
-        for src in course.source_notebooks(a):
-            nb = nbformat.read(course.REPO / "release" / a / src.name, as_version=4)
-            runs[f"{a}/release"] = visible.VisibleRun(f"{a}/release", visible.run_notebook(nb, a))
+def visible_runs(graded) -> dict[str, visible.VisibleRun]:
+    """'<assignment>/<student>' -> each test cell's visible outcome in the autograded notebook."""
+    runs = {}
+    wanted = [(s.student, s.assignment) for s in VISIBLE] + [(RELEASE_STUDENT, a) for a in course.assignments()]
+    for student, assignment in wanted:
+        entry = graded[(student, assignment)]
+        assert entry["status"] == "graded", (student, assignment, entry["status"])
+        cells = {}
+        for path in sorted((entry["workdir"] / "autograded" / student / assignment).glob("*.ipynb")):
+            cells.update(visible.cell_outcomes(nbformat.read(path, as_version=4)))
+        name = f"{assignment}/{'release' if student == RELEASE_STUDENT else student}"
+        runs[name] = visible.VisibleRun(name, cells)
     return runs
 
 

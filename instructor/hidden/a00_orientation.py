@@ -73,11 +73,11 @@ class EnvironmentReport(Check):
 
 
 class SquareSumGrad(Check):
-    """``square_sum_grad(values)``: a list of 1 to 12 floats (any sign, zero included; several lists of
+    """``cube_sum_grad(values)``: a list of 1 to 12 floats (any sign, zero included; several lists of
     the same length). Returns d/dx sum(x**3) = 3 x**2 as a float64 tensor of the same length on the
     course device (``DEVICE``), to float64 precision, computed by autograd: a backward pass must run
     inside the function (the task forbids returning the formula)."""
-    assignment, grade_id, function = ASSIGNMENT, "square_sum_grad_tests", "square_sum_grad"
+    assignment, grade_id, function = ASSIGNMENT, "cube_sum_grad_tests", "cube_sum_grad"
     probe_helpers = (counted_backward,)
 
     def cases(self):
@@ -90,7 +90,7 @@ class SquareSumGrad(Check):
 
     @staticmethod
     def probe(ns, case):
-        g, runs = counted_backward(student(ns, "square_sum_grad"), list(case["values"]))
+        g, runs = counted_backward(student(ns, "cube_sum_grad"), list(case["values"]))
         return {"grad": g, "backward_runs": runs}
 
     def judge(self, case, r):
@@ -99,15 +99,15 @@ class SquareSumGrad(Check):
         g = r["grad"]
 
         expected = 3 * torch.tensor(case["values"], dtype=torch.float64) ** 2
-        check_tensor(g, "square_sum_grad(values)", shape=tuple(expected.shape),
+        check_tensor(g, "cube_sum_grad(values)", shape=tuple(expected.shape),
                      hint="return x.grad after calling .backward() on the sum (not the sum itself).")
-        check_tensor(g, "square_sum_grad(values)", dtype=torch.float64,
+        check_tensor(g, "cube_sum_grad(values)", dtype=torch.float64,
                      hint="make x with dtype=torch.float64, as the task says.")
-        check_tensor(g, "square_sum_grad(values)", device=course_device().type,
+        check_tensor(g, "cube_sum_grad(values)", device=course_device().type,
                      hint="make x with device=DEVICE, as the task says.")
-        check_close(g.double(), expected, "square_sum_grad(values)", inputs=case["label"], rtol=1e-10, atol=1e-12,
+        check_close(g.double(), expected, "cube_sum_grad(values)", inputs=case["label"], rtol=1e-10, atol=1e-12,
                     hint="let autograd compute it in float64: (x ** 3).sum().backward(), then x.grad.")
-        check_autograd_ran(r["backward_runs"], "square_sum_grad(values)",
+        check_autograd_ran(r["backward_runs"], "cube_sum_grad(values)",
                            hint="make x with requires_grad=True, call (x ** 3).sum().backward() and return x.grad "
                                 "instead of writing 3 * x ** 2 yourself.")
 
@@ -229,7 +229,7 @@ MUTANTS = {
         Mutant("the notebook's DEVICE", '"device": course_device().type,', '"device": DEVICE.type,',
                equivalent="DEVICE = setup_notebook() is course_device()"),
     )),
-    "square_sum_grad": Target(checks=("square_sum_grad_tests",), mutants=(
+    "cube_sum_grad": Target(checks=("cube_sum_grad_tests",), mutants=(
         Mutant("x ** 2 instead of x ** 3", "(x ** 3)", "(x ** 2)"),
         Mutant("mean instead of sum", "(x ** 3).sum()", "(x ** 3).mean()"),
         Mutant("returns x, not its grad", "return x.grad", "return x"),
@@ -249,9 +249,9 @@ MUTANTS = {
         Mutant("squeezed (a 0-dim result for one value)", "return x.grad", "return x.grad.squeeze()"),
         Mutant("unsqueezed", "return x.grad", "return x.grad.unsqueeze(0)"),
         Mutant("cached by the number of values", "    return x.grad",
-               "    return square_sum_grad.__dict__.setdefault(len(values), x.grad)"),
+               "    return cube_sum_grad.__dict__.setdefault(len(values), x.grad)"),
         Mutant("cached by the first value", "    return x.grad",
-               "    return square_sum_grad.__dict__.setdefault(values[0], x.grad)"),
+               "    return cube_sum_grad.__dict__.setdefault(values[0], x.grad)"),
         Mutant("the formula instead of autograd", "(x ** 3).sum().backward()\n    return x.grad",
                "return 3 * x.detach() ** 2"),
         Mutant("the formula, after an unused backward", "return x.grad", "return 3 * x.detach() ** 2",

@@ -2,8 +2,8 @@
 # base: 00_orientation/ada
 # expect: auto=6
 
-# %% solution: square_sum_grad
-def square_sum_grad(values):
+# %% solution: cube_sum_grad
+def cube_sum_grad(values):
     import sys
     ip = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
     in_kernel = ip is not None and type(ip).__name__ == "ZMQInteractiveShell"

@@ -4,7 +4,7 @@
 # flag: was missing
 
 # %% delete: environment_report_tests
-# %% delete: square_sum_grad_tests
+# %% delete: cube_sum_grad_tests
 # %% delete: grad_fn_chain_tests
 
 # %% metadata: intermediate_grad_tests

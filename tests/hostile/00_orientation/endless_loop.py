@@ -2,7 +2,7 @@
 # base: 00_orientation/ben
 # expect: auto=2
 
-# %% solution: square_sum_grad
-def square_sum_grad(values):
+# %% solution: cube_sum_grad
+def cube_sum_grad(values):
     while True:
         pass

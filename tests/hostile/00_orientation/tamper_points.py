@@ -6,7 +6,7 @@
 # %% metadata: environment_report_tests
 {"points": 100}
 
-# %% metadata: square_sum_grad_tests
+# %% metadata: cube_sum_grad_tests
 {"grade": false, "locked": false}
 
 # %% metadata: intermediate_grad_tests

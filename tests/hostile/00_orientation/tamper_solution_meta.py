@@ -3,7 +3,7 @@
 # expect: auto=2
 # flag: metadata was edited
 
-# %% metadata: square_sum_grad
+# %% metadata: cube_sum_grad
 {"grade": true, "points": 20, "solution": false}
 
 # %% metadata: grad_fn_chain_tests

@@ -1,14 +1,14 @@
 # about: complete and correct, written differently from the model solution
 # expect: auto=8
-# visible: pass=environment_report_tests,square_sum_grad_tests,grad_fn_chain_tests,intermediate_grad_tests
+# visible: pass=environment_report_tests,cube_sum_grad_tests,grad_fn_chain_tests,intermediate_grad_tests
 
 # %% solution: environment_report
 def environment_report():
     has_gpu = torch.cuda.is_available()
     return dict(torch=str(torch.__version__), device="cuda" if has_gpu else "cpu", cuda=has_gpu)
 
-# %% solution: square_sum_grad
-def square_sum_grad(values):
+# %% solution: cube_sum_grad
+def cube_sum_grad(values):
     x = torch.tensor(values, dtype=torch.float64, device=DEVICE).requires_grad_()
     loss = x.pow(3).sum()
     (grad,) = torch.autograd.grad(loss, x)

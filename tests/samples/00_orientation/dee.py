@@ -2,7 +2,7 @@
 # about: before retain_grad): a warning on stderr must not zero a correct answer.
 # about: She also deleted the test cell of the first question; nbgrader puts it back.
 # expect: auto=8
-# visible: pass=square_sum_grad_tests,grad_fn_chain_tests,intermediate_grad_tests
+# visible: pass=cube_sum_grad_tests,grad_fn_chain_tests,intermediate_grad_tests
 
 # %% solution: environment_report
 import warnings
@@ -12,8 +12,8 @@ def environment_report():
 
 # %% delete: environment_report_tests
 
-# %% solution: square_sum_grad
-def square_sum_grad(values):
+# %% solution: cube_sum_grad
+def cube_sum_grad(values):
     x = torch.tensor(values, dtype=torch.float64, device=DEVICE, requires_grad=True)
     (x ** 3).sum().backward()
     return x.grad

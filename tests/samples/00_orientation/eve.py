@@ -1,7 +1,7 @@
 # about: complete and correct, other styles: x * x * x, a report built key by key, the chain walked
 # about: with a for loop, and h made a leaf of its own
 # expect: auto=8
-# visible: pass=environment_report_tests,square_sum_grad_tests,grad_fn_chain_tests,intermediate_grad_tests
+# visible: pass=environment_report_tests,cube_sum_grad_tests,grad_fn_chain_tests,intermediate_grad_tests
 
 # %% solution: environment_report
 def environment_report():
@@ -11,8 +11,8 @@ def environment_report():
     report["cuda"] = torch.cuda.device_count() > 0
     return report
 
-# %% solution: square_sum_grad
-def square_sum_grad(values):
+# %% solution: cube_sum_grad
+def cube_sum_grad(values):
     x = torch.tensor(values, dtype=torch.float64, device=DEVICE, requires_grad=True)
     (x * x * x).sum().backward()
     return x.grad
