@@ -149,7 +149,8 @@ def _brief(detail: str) -> list[str]:
     short = [line.strip() for line in lines if line.strip().startswith("In short:")]
     if short:   # a locator report: which save and writes, then the first write and its line of code
         first_write = [i for i, line in enumerate(lines) if line.strip().startswith("Then written in place")]
-        keep = short[:1] + (lines[first_write[0] + 1:first_write[0] + 3] if first_write else [])
+        write = lines[first_write[0] + 1:first_write[0] + 3] if first_write else []
+        keep = short[:1] + [("" if k == 0 else "   ") + line.strip() for k, line in enumerate(write)]
     else:
         keep = lines[:MAX_DETAIL_LINES - 1]
     return keep + [f"(+{len(lines) - len(keep)} more lines: run the failing call in a cell of your own to see them all)"]
