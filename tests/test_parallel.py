@@ -37,6 +37,17 @@ def _grade(incoming: Path, work: Path, jobs: int, env_extra: dict | None = None)
     return rows
 
 
+def _orientation_class(tmp_path: Path, students: dict[str, str]) -> Path:
+    """Students handing in copies of 00_orientation samples ({student: sample}); the incoming folder."""
+    incoming = tmp_path / "incoming"
+    by_name = {s.student: s for s in samples.load_samples("00_orientation")}
+    for student, base in students.items():
+        name, nb = samples.build_notebook(by_name[base])
+        (incoming / student / "00_orientation").mkdir(parents=True)
+        nbformat.write(nb, incoming / student / "00_orientation" / name)
+    return incoming
+
+
 def test_jobs_1_gives_the_same_scores_as_jobs_2(graded, tmp_path):
     """The session's grading ran with --jobs 2; grade the samples of two assignments again, one at a time."""
     incoming = tmp_path / "incoming"
@@ -55,12 +66,7 @@ def test_jobs_1_gives_the_same_scores_as_jobs_2(graded, tmp_path):
 
 
 def test_a_dying_worker_is_retried_and_a_killer_is_flagged(tmp_path):
-    incoming = tmp_path / "incoming"
-    by_name = {s.student: s for s in samples.load_samples("00_orientation")}
-    for student, base in (("ann", "ada"), ("bob", "ada"), ("cat", "ben"), ("dan", "ada")):
-        name, nb = samples.build_notebook(by_name[base])
-        (incoming / student / "00_orientation").mkdir(parents=True)
-        nbformat.write(nb, incoming / student / "00_orientation" / name)
+    incoming = _orientation_class(tmp_path, {"ann": "ada", "bob": "ada", "cat": "ben", "dan": "ada"})
     marker = tmp_path / "bob-died-once"
     rows = _grade(incoming, tmp_path / "work", jobs=2,
                   env_extra={"COURSE_GRADING_FAULTS": f"ann:always,bob:once:{marker}"})
@@ -110,12 +116,7 @@ def test_grading_on_a_dask_cluster_retries_a_dead_worker_and_flags_a_killer(tmp_
 
     from instructor.grading import course
 
-    incoming = tmp_path / "incoming"
-    by_name = {s.student: s for s in samples.load_samples("00_orientation")}
-    for student, base in (("ann", "ada"), ("bob", "ada"), ("cat", "ben"), ("dan", "cy")):
-        name, nb = samples.build_notebook(by_name[base])
-        (incoming / student / "00_orientation").mkdir(parents=True)
-        nbformat.write(nb, incoming / student / "00_orientation" / name)
+    incoming = _orientation_class(tmp_path, {"ann": "ada", "bob": "ada", "cat": "ben", "dan": "cy"})
     marker = tmp_path / "bob-died-once"
     monkeypatch.setenv("COURSE_GRADING_FAULTS", f"ann:always,bob:once:{marker}")
     monkeypatch.setenv("PYTHONPATH", str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
