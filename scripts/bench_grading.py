@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 from instructor.grading import course, samples  # noqa: E402
 
 FULL = {"00_orientation": "ada", "01_version_counter": "ada", "02_names_and_storage": "correct_alt",
-        "03_yolo_head": "cat_style"}
+        "03_yolo_head": "cat_style", "04_in_the_wild": "ada"}
 
 
 def _stage(root: Path, assignment: str) -> list[course.Submission]:

@@ -25,7 +25,7 @@ def test_reference_solutions_pass(grade_id):
 def test_cases_are_labelled_and_repeat_lengths():
     for check in checks_for("00_orientation"):
         assert all(c.get("label") for c in check.cases()), check.grade_id
-    for check in (a00.SquareSumGrad(), a00.IntermediateGrad()):
+    for check in (a00.CubeSumGrad(), a00.IntermediateGrad()):
         lengths = [len(c["values"]) for c in check.cases()]
         assert len(set(lengths)) < len(lengths), "a cache keyed by the length must be caught"
     recipes = a00.GradFnChain.RECIPES

@@ -181,3 +181,50 @@ def test_feedback_shows_the_flags_and_never_the_hidden_part(hostile_batch):
     for student, html in feedback.items():
         assert "BEGIN HIDDEN TESTS" not in html and "confirmed(" not in html, student
     assert "has the wrong shape" in feedback["ben"]  # the judge's message reaches the student
+
+
+# ---------------------------------------------------------------------------------------------------
+# The control: the same attacks where nothing defends. A defence is proven only if the attack it
+# stops works without it; graded here the way nbgrader alone grades (kernel unconfined, hidden
+# checks inside it, no confirmation), each of these must score above what the pipeline gives it.
+# Only attacks harmless to the machine running the tests are graded unguarded.
+
+UNGUARDED = ("patch_checks", "sys_modules", "allclose_patch", "read_source", "reference_import", "behaves_differently")
+#: Attacks that fail even in nbgrader's own kernel, stopped by the checks' design rather than by the sandbox:
+#: a probe sends back plain data (an ``Anything`` list arrives as a list) and holds no expected value
+#: (the judge computes it afterwards, elsewhere), so there is nothing to gain from ``__eq__`` or the stack.
+STOPPED_BY_THE_CHECKS = ("eq_always_true", "stack_frames")
+
+
+@pytest.fixture(scope="session")
+def unguarded_scores(tmp_path_factory):
+    from instructor.grading import bench, course
+
+    root = tmp_path_factory.mktemp("unguarded")
+    corpus = [s for s in _hostile_samples() if s.student in UNGUARDED + STOPPED_BY_THE_CHECKS]
+    assert sorted(s.student for s in corpus) == sorted(UNGUARDED + STOPPED_BY_THE_CHECKS)
+    for s in corpus:
+        name, nb = samples.build_notebook(s)
+        dest = root / "incoming" / s.student / s.assignment
+        dest.mkdir(parents=True)
+        nbformat.write(nb, dest / name)
+    course._environment()
+    bench.plain_nbgrader(root / "incoming", root / "course")
+    api = course._api(root / "course")
+    return {s.student: (s, sum(q.score or 0 for q in course._scores(api, s.assignment, s.student)
+                               if q.kind == "auto")) for s in corpus}
+
+
+@pytest.mark.parametrize("student", UNGUARDED)
+def test_the_attack_works_where_nothing_defends(unguarded_scores, student):
+    sample, score = unguarded_scores[student]
+    assert score > sample.expect_auto, (
+        f"{student} ({sample.about}) scores {score:g} with plain nbgrader, no more than the {sample.expect_auto:g} "
+        "the trusted pipeline gives it: the attack does not work, so its hostile test proves nothing. "
+        "Make the attack real.")
+
+
+@pytest.mark.parametrize("student", STOPPED_BY_THE_CHECKS)
+def test_the_checks_alone_stop_these_attacks(unguarded_scores, student):
+    sample, score = unguarded_scores[student]
+    assert score == sample.expect_auto, f"{student}: {score:g} unguarded, {sample.expect_auto:g} expected"

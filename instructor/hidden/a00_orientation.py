@@ -72,7 +72,7 @@ class EnvironmentReport(Check):
         check_equal(report["cuda"], torch.cuda.is_available(), "report['cuda']")
 
 
-class SquareSumGrad(Check):
+class CubeSumGrad(Check):
     """``cube_sum_grad(values)``: a list of 1 to 12 floats (any sign, zero included; several lists of
     the same length). Returns d/dx sum(x**3) = 3 x**2 as a float64 tensor of the same length on the
     course device (``DEVICE``), to float64 precision, computed by autograd: a backward pass must run

@@ -327,7 +327,9 @@ class SafeInplace(Check):
     on the CPU, float32/float16 on a GPU. Returns an ``nn.Sequential`` of the same modules with exactly
     the activations that pass the left-to-right experiment in place. The truth is that experiment,
     run here in float64; the returned model's backward and gradients (random upstream weights) are
-    checked against the all-out-of-place model, and its saved bytes against it."""
+    checked against the all-out-of-place model, and the bytes autograd saves for backward in the
+    returned model are measured in the probe (``saved_bytes``, on the case's device and dtype) against the
+    same model built all out of place: fewer where the experiment's choice saves memory, never more."""
     assignment, grade_id, function = ASSIGNMENT, "safe_inplace_tests", "safe_inplace"
 
     SPECS = [  # (spec, preset flags: None = all out of place)
@@ -374,6 +376,14 @@ class SafeInplace(Check):
         r = {"type": "Sequential", "modules": [type(m).__name__ for m in out],
              "flags": [getattr(m, "inplace", None) for m in out]}
         x = case["x"].to(device, dtype).requires_grad_()
+        try:  # what autograd keeps for backward, measured on the returned model and on an all-out-of-place copy
+            from autograder.wild import saved_bytes
+
+            plain = build_model(case["spec"], case["in_features"], case["width"], case["seed"], dtype=dtype,
+                                device=device)
+            r["saved_bytes"] = [saved_bytes(out, x), saved_bytes(plain, x)]
+        except Exception as err:  # noqa: BLE001 - reported as data
+            r["saved_bytes_error"] = f"{type(err).__name__}: {str(err)[:300]}"
         try:
             out.zero_grad(set_to_none=True)
             (out(x) * case["w"].to(device, dtype)).sum().backward()
@@ -410,6 +420,17 @@ class SafeInplace(Check):
             _close(gg, gw, dtype, f"the gradient of {label} through {what}'s result", where,
                    scale=float(gw.abs().max()),
                    hint="in place must not change the gradient: compare with the all-out-of-place model.")
+        if r["flags"] == truth:
+            check_true("saved_bytes" in r, f"the saved tensors of {what} could not be measured", inputs=where,
+                       detail=r.get("saved_bytes_error", ""), hint="return the nn.Sequential itself.")
+            mine, plain = r["saved_bytes"]
+            base64 = saved_bytes(set_inplace(copy.deepcopy(model), [False] * len(names)), x)
+            best64 = saved_bytes(set_inplace(copy.deepcopy(model), [bool(f) for f in truth]), x)
+            saves = best64 < base64
+            check_true(mine < plain if saves else mine <= plain, f"{what} keeps more for backward than it should",
+                       inputs=where, expected=f"fewer saved bytes than the all-out-of-place model ({plain})"
+                       if saves else f"no more than the all-out-of-place model ({plain})", got=f"{mine} bytes",
+                       hint="only the .inplace flags change: no hooks, no copies, no extra modules.")
         if r["flags"] != truth:
             base = saved_bytes(set_inplace(copy.deepcopy(model), [False] * len(names)), x)
             mine = saved_bytes(set_inplace(copy.deepcopy(model), [bool(f) for f in r["flags"]]), x)
@@ -768,6 +789,8 @@ MUTANTS = {
                equivalent="an unsafe activation errors or changes the gradient for any upstream weights"),
         Mutant("any exception counts as unsafe", "except RuntimeError:", "except Exception:",
                equivalent="backward's in-place errors are RuntimeErrors"),
+        Mutant("a forward hook that keeps an extra graph (memory only)", "    return model",
+               "    model.register_forward_hook(lambda m, i, o: setattr(m, 'kept', o.exp()))\n    return model"),
         Mutant("exact equality where a tolerance is needed", "torch.allclose(a, b)", "torch.equal(a, b)"),
     )),
     "sigmoid_inplace": Target(checks=("sigmoid_inplace_tests",), mutants=(

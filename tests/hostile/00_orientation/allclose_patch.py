@@ -1,6 +1,9 @@
-# about: torch.allclose / torch.testing.assert_close / torch.equal always true, ben's wrong answers
+# about: torch.allclose / torch.testing.assert_close / torch.equal always true, with an autograd answer whose
+# about: values are wrong (the gradient of x**2, not x**3); the rest is ben's. Unguarded this lifts the
+# about: wrong answer to full marks; the judge compares outside the kernel.
 # base: 00_orientation/ben
 # expect: auto=2
+# flag: integrity
 
 # %% first:
 import torch
@@ -8,3 +11,9 @@ torch.allclose = lambda *a, **k: True
 torch.equal = lambda *a, **k: True
 torch.testing.assert_close = lambda *a, **k: None
 torch.Tensor.__eq__ = lambda self, other: torch.ones((), dtype=torch.bool)
+
+# %% solution: cube_sum_grad
+def cube_sum_grad(values):
+    x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    (x ** 2).sum().backward()
+    return x.grad

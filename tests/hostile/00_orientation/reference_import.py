@@ -1,10 +1,21 @@
-# about: answers by importing the instructor's hidden checks and references: not visible in the sandbox
+# about: finds the repository from the installed package (autograder.__file__), imports the instructor's
+# about: hidden checks and replaces their verdicts with passes, the visible helpers too; cy's empty answers.
+# about: Without the sandbox this is full marks (tests/test_hostile.py grades it unguarded too).
 # base: 00_orientation/cy
 # expect: auto=0
 
-# %% solution: cube_sum_grad
-import sys
-sys.path[:0] = ["/work/main", "../../..", "../../../.."]
-from instructor.hidden.a00_orientation import SquareSumGrad  # the instructor side: must not exist here
-def cube_sum_grad(values):
-    return 3 * torch.tensor(values, dtype=torch.float64) ** 2 if SquareSumGrad else None
+# %% first:
+import os, sys
+import autograder
+_repo = os.path.dirname(os.path.dirname(os.path.abspath(autograder.__file__)))
+sys.path[:0] = [_repo, "../../..", "../../../.."]
+try:
+    import instructor.hidden as _hidden  # the instructor side: must not exist in the sandbox
+    _hidden.run_in_process = lambda grade_id, *a, **k: _hidden.Verdict(grade_id, True)
+    import autograder.checks as _c
+    for _name in ("check_close", "check_equal", "check_true", "check_type", "check_tensor", "fail"):
+        setattr(_c, _name, lambda *a, **k: None)
+    _c.call_student = lambda fn, *a, **k: None
+    FOUND_INSTRUCTOR = True
+except ImportError:
+    FOUND_INSTRUCTOR = False
