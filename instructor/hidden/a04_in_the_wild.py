@@ -54,6 +54,16 @@ def _close(actual, expected64, dtype, what, inputs, hint="", scale=1.0):
              got=f"{float(a.flatten()[i]):.6g} (element {i}; {int(bad.sum())} of {a.numel()} wrong)", hint=hint)
 
 
+def _with_half_on_cpu() -> list[tuple[torch.device, torch.dtype]]:
+    """Every (device, dtype) of ``test_configs()`` and, on the CPU, float16 and bfloat16 too (for the
+    tasks whose operations the CPU supports in half precision: ``clone``, ``sigmoid_``)."""
+    configs = list(test_configs())
+    for extra in (torch.float16, torch.bfloat16):
+        if (torch.device("cpu"), extra) not in configs:
+            configs.append((torch.device("cpu"), extra))
+    return configs
+
+
 def _raised(r, what, inputs, hint):
     if isinstance(r, dict) and "raised" in r:
         e = r["raised"]
@@ -483,7 +493,7 @@ class SigmoidInPlace(Check):
     and for every later use of ``x``; on a leaf that requires grad it must raise (PyTorch's leaf rule).
     Gradients are checked on compositions in float64 (``torch.autograd.gradcheck`` in the probe, and the
     Jacobian against the reference's, computed here), values and in-place-ness on every
-    ``test_configs()`` pair."""
+    ``test_configs()`` pair and in float16/bfloat16 on the CPU."""
     assignment, grade_id, function = ASSIGNMENT, "sigmoid_inplace_tests", "SigmoidInPlace"
 
     def cases(self):
@@ -491,7 +501,7 @@ class SigmoidInPlace(Check):
         for src, about in COMPOSITIONS:
             cases.append({"kind": "gradcheck", "source": src, "x": torch.randn(3, 4, generator=g, dtype=torch.float64),
                           "label": f"gradcheck in float64 of {about}"})
-        for device, dtype in test_configs():
+        for device, dtype in _with_half_on_cpu():
             for shape in [(5,), (2, 3, 4)]:
                 dt = _dname(dtype)
                 cases.append({"kind": "inplace", "x": torch.randn(*shape, generator=g, dtype=torch.float64) * 3,
@@ -578,7 +588,8 @@ def reference_to_autograd(t):
 
 class ToAutograd(Check):
     """``to_autograd(t)``: ``t`` an inference tensor (made under ``torch.inference_mode()``), any
-    shape (0-dim and non-contiguous too), float64/float32 on the CPU, float32/float16 on a GPU;
+    shape (0-dim and non-contiguous too), float64/float32/float16/bfloat16 on the CPU, float32/float16
+    on a GPU;
     called outside inference mode. Returns a normal tensor (not an inference tensor, not requiring
     grad) with ``t``'s values, dtype and device, that autograd can save and that can be written in
     place; ``t`` stays unchanged."""
@@ -586,7 +597,7 @@ class ToAutograd(Check):
 
     def cases(self):
         cases, g = [], torch.Generator().manual_seed(700)
-        for device, dtype in test_configs():
+        for device, dtype in _with_half_on_cpu():
             for shape, transpose in [((3,), False), ((), False), ((4, 5), True), ((2, 3, 4), False)]:
                 dt = _dname(dtype)
                 cases.append({"x": torch.randn(shape, generator=g, dtype=torch.float64),
