@@ -3,7 +3,6 @@
 # about: wrong answer to full marks; the judge compares outside the kernel.
 # base: 00_orientation/ben
 # expect: auto=2
-# flag: integrity
 
 # %% first:
 import torch
