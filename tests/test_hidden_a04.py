@@ -17,6 +17,7 @@ import torch
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
+from autograder import runtime  # noqa: E402
 from instructor.grading.probe_driver import sanitize  # noqa: E402
 from instructor.grading.samples import parse_sample  # noqa: E402
 from instructor.hidden import a04_in_the_wild as a04  # noqa: E402
@@ -126,7 +127,7 @@ def test_safe_inplace_truth_keeps_earlier_decisions():
 def test_gpu_grader_adds_cuda_cases(monkeypatch):
     configs = [(torch.device("cpu"), torch.float64), (torch.device("cpu"), torch.float32),
                (torch.device("cuda"), torch.float32), (torch.device("cuda"), torch.float16)]
-    monkeypatch.setattr(a04, "test_configs", lambda: configs)
+    monkeypatch.setattr(runtime, "test_configs", lambda: configs)  # read by configs_with_half_on_cpu()
     for check in (a04.TrainStep(), a04.SafeInplace(), a04.SigmoidInPlace(), a04.ToAutograd()):
         cases = check.cases()
         assert {("cuda", "float16"), ("cpu", "float64")} <= {(c.get("device"), c.get("dtype")) for c in cases}

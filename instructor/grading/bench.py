@@ -105,6 +105,14 @@ def breakdown(results: list[course.Result], floor: float) -> str:
     return "\n".join(lines)
 
 
+def _scores_line(result: course.Result | None) -> str:
+    """One result's total, per-question scores, error, flags and integrity note, on one line."""
+    if result is None:
+        return "missing"
+    questions = " ".join(f"{q.grade_id}={q.score}" for q in result.questions)
+    return f"{result.auto_score:g} {questions} {result.error} {result.flags} {result.integrity}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -122,7 +130,10 @@ def main(argv: list[str] | None = None) -> int:
         plain = None if args.skip_plain else plain_nbgrader(root / "class", root / "plain")
         serial, r1 = pipeline(root / "class", root / "jobs1", 1)
         parallel, rn = pipeline(root / "class", root / f"jobs{args.jobs}", args.jobs)
-    same = {(r.student, r.assignment): r.auto_score for r in r1} == {(r.student, r.assignment): r.auto_score for r in rn}
+    first = {(r.student, r.assignment): r for r in r1}
+    other = {(r.student, r.assignment): r for r in rn}
+    differ = sorted(k for k in first.keys() | other.keys()
+                    if getattr(first.get(k), "auto_score", None) != getattr(other.get(k), "auto_score", None))
 
     def rate(seconds):
         return f"{60 * n / seconds:.1f}"
@@ -133,16 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| grade --jobs 1 (sandbox + confirmation) | {serial:.0f} s | {rate(serial)} | 1.00× |")
     print(f"| grade --jobs {args.jobs} | {parallel:.0f} s | {rate(parallel)} | {serial / parallel:.2f}× |")
     print(breakdown(r1, floor))
-    print(f"--jobs 1 and --jobs {args.jobs} gave {'the same' if same else 'DIFFERENT'} scores")
-    by_key = {(r.student, r.assignment): r for r in rn}
-    for r in r1:
-        other = by_key.get((r.student, r.assignment))
-        if other is None or other.auto_score != r.auto_score:
-            def show(x):
-                return "missing" if x is None else (f"{x.auto_score:g} " + " ".join(
-                    f"{q.grade_id}={q.score}" for q in x.questions) + f" {x.error} {x.flags} {x.integrity}")
-            print(f"  {r.student}/{r.assignment}: --jobs 1: {show(r)}\n      --jobs {args.jobs}: {show(other)}")
-    return 0 if same else 1
+    print(f"--jobs 1 and --jobs {args.jobs} gave {'DIFFERENT' if differ else 'the same'} scores")
+    for key in differ:
+        print(f"  {key[0]}/{key[1]}: --jobs 1: {_scores_line(first.get(key))}\n"
+              f"      --jobs {args.jobs}: {_scores_line(other.get(key))}")
+    return 1 if differ else 0
 
 
 if __name__ == "__main__":

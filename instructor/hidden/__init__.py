@@ -44,7 +44,21 @@ ASSIGNMENT_MODULES = {
 }
 
 __all__ = ["Check", "Verdict", "checks_for", "find_check", "probe_source", "judge_results",
-           "run_in_process", "ASSIGNMENT_MODULES"]
+           "run_in_process", "ASSIGNMENT_MODULES", "configs_with_half_on_cpu"]
+
+
+def configs_with_half_on_cpu() -> list:
+    """Every (device, dtype) of ``test_configs()`` and, on the CPU, float16 and bfloat16 too: the input
+    space of a task whose operations the CPU runs in half precision."""
+    import torch
+
+    from autograder.runtime import test_configs
+
+    configs = list(test_configs())
+    for extra in (torch.float16, torch.bfloat16):
+        if (torch.device("cpu"), extra) not in configs:
+            configs.append((torch.device("cpu"), extra))
+    return configs
 
 
 class Check:

@@ -24,7 +24,7 @@ from autograder import course_device, test_configs
 from autograder.checks import check_close, check_tensor, check_true, check_type, fail
 from autograder.storage import make_x, model_inputs
 
-from . import Check
+from . import Check, configs_with_half_on_cpu
 
 ASSIGNMENT = "02_names_and_storage"
 
@@ -268,12 +268,8 @@ UNTRACKED_TEMPLATES = [
 
 
 def _classify_configs() -> list[tuple[str, str]]:
-    """Every (device, dtype) of ``test_configs()`` and, on the CPU, float16 and bfloat16 too."""
-    configs = [(str(d), str(t).replace("torch.", "")) for d, t in test_configs()]
-    for extra in (("cpu", "float16"), ("cpu", "bfloat16")):
-        if extra not in configs:
-            configs.append(extra)
-    return configs
+    """Every (device, dtype) of ``test_configs()`` and, on the CPU, float16 and bfloat16 too, as names."""
+    return [(str(d), str(t).replace("torch.", "")) for d, t in configs_with_half_on_cpu()]
 
 
 def _statement_case(statement: str, device: str | None, dtype: str | None) -> dict:

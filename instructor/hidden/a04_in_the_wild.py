@@ -15,10 +15,9 @@ import torch
 from torch import nn
 
 from autograder.checks import check_equal, check_true, fail, tolerances
-from autograder.runtime import test_configs
 from autograder.wild import build_model, d_loss, g_loss, make_gan, saved_bytes
 
-from . import Check
+from . import Check, configs_with_half_on_cpu
 from .a01_version_counter import from_backward, match_version_error
 try:
     from .mutation import Mutant, Target
@@ -52,16 +51,6 @@ def _close(actual, expected64, dtype, what, inputs, hint="", scale=1.0):
         fail(f"{what} has wrong values", inputs=inputs,
              expected=f"{float(expected64.flatten()[i]):.6g} (element {i})",
              got=f"{float(a.flatten()[i]):.6g} (element {i}; {int(bad.sum())} of {a.numel()} wrong)", hint=hint)
-
-
-def _with_half_on_cpu() -> list[tuple[torch.device, torch.dtype]]:
-    """Every (device, dtype) of ``test_configs()`` and, on the CPU, float16 and bfloat16 too (for the
-    tasks whose operations the CPU supports in half precision: ``clone``, ``sigmoid_``)."""
-    configs = list(test_configs())
-    for extra in (torch.float16, torch.bfloat16):
-        if (torch.device("cpu"), extra) not in configs:
-            configs.append((torch.device("cpu"), extra))
-    return configs
 
 
 def _raised(r, what, inputs, hint):
@@ -165,12 +154,15 @@ class TrainStep(Check):
 
     SETUPS = [  # (seed, latent, hidden, batch, lr)
         (0, 2, 16, 64, 0.1), (3, 2, 16, 1, 0.5), (7, 3, 8, 17, 0.05), (11, 1, 4, 5, 1.0), (5, 4, 32, 32, 0.2)]
+    HALF_ON_CPU = (0, 1)  # the set-ups also drawn in float16/bfloat16 on the CPU
 
     def cases(self):
         cases, seed = [], 400
-        for device, dtype in _with_half_on_cpu():
+        for device, dtype in configs_with_half_on_cpu():
             half_on_cpu = device.type == "cpu" and dtype in (torch.float16, torch.bfloat16)
-            for gseed, latent, hidden, n, lr in self.SETUPS[:2] if half_on_cpu else self.SETUPS:
+            for k, (gseed, latent, hidden, n, lr) in enumerate(self.SETUPS):
+                if half_on_cpu and k not in self.HALF_ON_CPU:
+                    continue
                 seed += 1
                 g = torch.Generator().manual_seed(seed)
                 reals = [torch.randn(n, 2, generator=g, dtype=torch.float64) * 1.5 for _ in range(2)]
@@ -355,12 +347,15 @@ class SafeInplace(Check):
         (["linear", "selu", "celu", "linear", "relu6", "tanh", "leaky_relu", "linear"], "all"),
         (["linear", "sigmoid", "elu", "leaky_relu", "linear", "relu"], None),
     ]
+    HALF_ON_CPU = (3, 4, 5)  # the models also drawn in float16/bfloat16 on the CPU
 
     def cases(self):
         cases, seed = [], 500
-        for device, dtype in _with_half_on_cpu():
+        for device, dtype in configs_with_half_on_cpu():
             half_on_cpu = device.type == "cpu" and dtype in (torch.float16, torch.bfloat16)
-            for k, (spec, preset) in enumerate(self.SPECS[3:6] if half_on_cpu else self.SPECS, 3 if half_on_cpu else 0):
+            for k, (spec, preset) in enumerate(self.SPECS):
+                if half_on_cpu and k not in self.HALF_ON_CPU:
+                    continue
                 seed += 1
                 in_f, width = (8, 16) if k % 2 == 0 else (5, 12)
                 g = torch.Generator().manual_seed(seed)
@@ -376,7 +371,7 @@ class SafeInplace(Check):
 
     @staticmethod
     def probe(ns, case):
-        from autograder.wild import build_model
+        from autograder.wild import build_model, saved_bytes
 
         device, dtype = torch.device(case["device"]), getattr(torch, case["dtype"])
         model = build_model(case["spec"], case["in_features"], case["width"], case["seed"], dtype=dtype,
@@ -390,9 +385,7 @@ class SafeInplace(Check):
         r = {"type": "Sequential", "modules": [type(m).__name__ for m in out],
              "flags": [getattr(m, "inplace", None) for m in out]}
         x = case["x"].to(device, dtype).requires_grad_()
-        try:  # what autograd keeps for backward, measured on the returned model and on an all-out-of-place copy
-            from autograder.wild import saved_bytes
-
+        try:  # what autograd keeps for backward: the returned model against the same model all out of place
             plain = build_model(case["spec"], case["in_features"], case["width"], case["seed"], dtype=dtype,
                                 device=device)
             r["saved_bytes"] = [saved_bytes(out, x), saved_bytes(plain, x)]
@@ -505,7 +498,7 @@ class SigmoidInPlace(Check):
         for src, about in COMPOSITIONS:
             cases.append({"kind": "gradcheck", "source": src, "x": torch.randn(3, 4, generator=g, dtype=torch.float64),
                           "label": f"gradcheck in float64 of {about}"})
-        for device, dtype in _with_half_on_cpu():
+        for device, dtype in configs_with_half_on_cpu():
             for shape in [(5,), (2, 3, 4)]:
                 dt = _dname(dtype)
                 cases.append({"kind": "inplace", "x": torch.randn(*shape, generator=g, dtype=torch.float64) * 3,
@@ -601,7 +594,7 @@ class ToAutograd(Check):
 
     def cases(self):
         cases, g = [], torch.Generator().manual_seed(700)
-        for device, dtype in _with_half_on_cpu():
+        for device, dtype in configs_with_half_on_cpu():
             for shape, transpose in [((3,), False), ((), False), ((4, 5), True), ((2, 3, 4), False)]:
                 dt = _dname(dtype)
                 cases.append({"x": torch.randn(shape, generator=g, dtype=torch.float64),
