@@ -56,7 +56,7 @@ except ImportError:
     OUT["instructor"] = False
 """)
     assert res.returncode == 0 and res.sandboxed, res
-    assert out["uid"] == 65534
+    assert out["uid"] == (sandbox.sandbox_uid() if sandbox.drops_privileges() else 65534)
     assert out["repo"] == [".venv", "autograder"] or set(out["repo"]) <= {".venv", "autograder"}, out["repo"]
     assert not out[str(REPO / "instructor")] and not out[str(REPO / "source")] and not out[str(REPO / "tests")]
     assert out["instructor"] is False and out["package_writable"] is False and out["net"] is False
@@ -126,3 +126,146 @@ def test_the_student_install_holds_no_answers_and_no_hidden_checks(tmp_path):
                    "check_fixed_decode", "check_category", "BEGIN SOLUTION", "FIX_CANDIDATES", "def classify("):
         assert answer not in text, f"the student package still holds {answer!r}"
     assert not re.search(r"^from instructor|^import instructor", text, re.M), "student code imports instructor"
+
+
+# ------------------------------------------------------------------------------------------ the host
+
+SECRETS = ["/etc/shadow", "/etc/gshadow", "/proc/1/environ", "/root/.bashrc", "/etc/ssh/ssh_host_ed25519_key"]
+_READER = """
+import json, os
+OUT = {"uid_map": open("/proc/self/uid_map").read().split(), "uid": os.getuid()}
+for p in %r:
+    try:
+        with open(p, "rb") as f:
+            OUT[p] = "read %%d bytes" %% len(f.read())
+    except OSError as err:
+        OUT[p] = type(err).__name__
+""" % (SECRETS,)
+
+
+@needs_bwrap
+def test_the_sandbox_is_never_root_outside(tmp_path):
+    """Grading as root, the sandbox runs as an unprivileged *host* uid: root's files stay closed."""
+    res, out = _run(tmp_path, _READER)
+    assert res.returncode == 0 and res.sandboxed, res
+    inside, outside = int(out["uid_map"][0]), int(out["uid_map"][1])
+    host_uid = outside + (out["uid"] - inside)
+    assert host_uid != 0, f"the sandbox user is host uid 0: {out}"
+    for p in SECRETS:
+        assert not out[p].startswith("read"), f"{p} was readable in the sandbox: {out}"
+    if __import__("os").geteuid() == 0:
+        assert host_uid == sandbox.sandbox_uid() and host_uid >= sandbox.Limits().host_uid
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="the attack needs a grader running as root")
+@needs_bwrap
+def test_without_the_drop_root_files_are_readable(tmp_path, monkeypatch):
+    """The control: bubblewrap started by root with a user namespace maps the sandbox user to host
+    uid 0, and owner checks pass (what the defence above prevents)."""
+    monkeypatch.setattr(sandbox, "drops_privileges", lambda: False)
+    res, out = _run(tmp_path, _READER)
+    assert res.returncode == 0 and res.sandboxed, res
+    assert out["uid_map"][:2] == ["65534", "0"], out
+    assert out["/etc/shadow"].startswith("read"), out
+
+
+_FILLER = """
+import os
+OUT = {}
+for where in (".", "/tmp"):
+    n = 0
+    try:
+        with open(os.path.join(where, "fill.bin"), "wb") as f:
+            for _ in range(64):
+                f.write(b"x" * (1 << 20)); f.flush(); n += 1
+    except OSError as err:
+        OUT[where + " error"] = type(err).__name__
+    OUT[where] = n
+    os.remove(os.path.join(where, "fill.bin"))
+"""
+
+
+@needs_bwrap
+def test_a_submission_cannot_fill_the_disk(tmp_path):
+    """The workspace is bounded as a whole: writes past the bound fail inside the sandbox (ENOSPC)
+    and the host's free space does not move. The control writes the same into a plain folder."""
+    import os
+
+    lim = sandbox.Limits(disk_bytes=16 << 20)
+    free = lambda: os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize  # noqa: E731
+    before = free()
+    with sandbox.Workspace(lim) as space:
+        (space / "run").mkdir()
+        if os.geteuid() == 0:
+            assert sandbox.Workspace(lim).bounded is False  # bounded only once entered
+        (space / "run" / "probe.py").write_text(_FILLER + "\nimport json\njson.dump(OUT, open('out.json', 'w'))\n")
+        res = sandbox.run([sandbox.python(), "probe.py"], space / "run", limits=lim, wall_seconds=60)
+        import json
+
+        out = json.loads((space / "run" / "out.json").read_text()) if (space / "run" / "out.json").exists() else {}
+        assert res.sandboxed, res
+        assert out.get("/tmp", 99) < 17, out  # the sandbox's own /tmp is a sized tmpfs everywhere
+        if os.geteuid() == 0:
+            assert out.get(".", 99) < 17 and ". error" in out, out
+            assert before - free() < (16 << 20) + (8 << 20), "the host lost more than the bound"
+    # control: a plain folder is the host's disk
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "probe.py").write_text(_FILLER + "\nimport json\njson.dump(OUT, open('out.json', 'w'))\n")
+    res = sandbox.run([sandbox.python(), "probe.py"], plain, limits=sandbox.Limits(), wall_seconds=60)
+    out = json.loads((plain / "out.json").read_text())
+    assert out["."] == 64, "control: without the bound the same writes land on the host's disk"
+
+
+def _zip_bomb(path: Path, records: int = 1, size: int = 64 << 20) -> None:
+    """A result file as torch.save writes it, but with deflate-compressed records: a few KB on disk."""
+    import torch
+
+    torch.save([torch.zeros(4)], path)
+    with zipfile.ZipFile(path) as z:
+        items = [(i, z.read(i.filename)) for i in z.infolist()]
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        for info, data in items:
+            z.writestr(info.filename, data)
+        for k in range(records):
+            z.writestr(f"archive/data/x{k}", b"\0" * size)
+
+
+def test_results_outside_the_limits_are_never_unpickled(tmp_path):
+    import time
+
+    import torch
+
+    honest = tmp_path / "honest.pt"
+    torch.save([{"y": torch.randn(3, 4), "msg": "ok"}, (1, 2.5)], honest)
+    assert sandbox.load_data(honest)[0]["msg"] == "ok"
+
+    bomb = tmp_path / "bomb.pt"
+    _zip_bomb(bomb, records=4)
+    assert bomb.stat().st_size < 1 << 20
+    t0 = time.monotonic()
+    with pytest.raises(sandbox.ResultTooLarge, match="compressed"):
+        sandbox.load_data(bomb)
+    assert time.monotonic() - t0 < 1
+
+    shared = tmp_path / "shared.pt"  # 2**40 leaves in a few hundred bytes: each level shares the one below
+    v = [0]
+    for _ in range(40):
+        v = [v, v]
+    torch.save(v, shared)
+    assert shared.stat().st_size < 10_000
+    with pytest.raises(sandbox.ResultTooLarge, match="items"):
+        sandbox.load_data(shared)
+
+    strided = tmp_path / "strided.pt"  # a stride-0 view claims 2**40 elements over one float
+    torch.save(torch.zeros(1).expand(1 << 40), strided)
+    with pytest.raises(sandbox.ResultTooLarge, match="MiB"):
+        sandbox.load_data(strided)
+    # the control: plain torch.load takes the last two as they come
+    assert torch.load(strided, weights_only=True).numel() == 1 << 40
+    assert len(torch.load(shared, weights_only=True)) == 2
+
+    many = tmp_path / "many.pt"
+    torch.save([torch.zeros(1) for _ in range(sandbox.MAX_RECORDS + 1)], many)
+    with pytest.raises(sandbox.ResultTooLarge, match="records"):
+        sandbox.load_data(many)

@@ -16,9 +16,9 @@ For one submitted notebook:
 """
 from __future__ import annotations
 
+import os
 import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,8 +86,10 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
     flags: list[str] = []
     sandboxed = False
     own_tmp = workdir is None
-    base = Path(tempfile.mkdtemp(prefix="confirm-")) if own_tmp else Path(workdir)
+    space = sandbox.Workspace(limits, prefix="confirm-") if own_tmp else None
+    base = space.__enter__() if own_tmp else Path(workdir)
     deadline = time.monotonic() + limits.wall_seconds
+    budget = limits.result_bytes  # all result files of this submission together, unpacked
     try:
         for attempt in range(MAX_RERUNS + 1):
             if not pending:
@@ -104,27 +106,38 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
                               limits=limits, wall_seconds=remaining, use_sandbox=use_sandbox)
             sandboxed = sandboxed or run.sandboxed
             for i in list(pending):
-                f = out / f"{checks[i].grade_id}.pt"
-                if f.is_file():
-                    try:
-                        results[checks[i].grade_id] = sandbox.load_data(f)
-                    except Exception as err:  # noqa: BLE001 - not plain data: the check fails
-                        results[checks[i].grade_id] = None
-                        flags.append(f"{checks[i].grade_id}: the confirmation result was not plain data ({type(err).__name__})")
-                    pending.remove(i)
+                gid = checks[i].grade_id
+                f = out / f"{gid}.pt"
+                if not os.path.lexists(f):
+                    continue
+                pending.remove(i)
+                results[gid] = None
+                if not _regular_file(f):
+                    flags.append(f"{gid}: the confirmation result was replaced by a link or a special file: "
+                                 "forged, not read")
+                    continue
+                try:
+                    budget -= sandbox.check_result_file(f, max(0, budget))
+                    results[gid] = sandbox.load_data(f, max_bytes=limits.result_bytes)
+                except sandbox.ResultTooLarge as err:
+                    flags.append(f"{gid}: the confirmation result is outside the grader's limits, not read "
+                                 f"(forged results are tampering): {err}")
+                except Exception as err:  # noqa: BLE001 - not plain data: the check fails
+                    flags.append(f"{gid}: the confirmation result was not plain data ({type(err).__name__})")
             if not pending:
                 break
-            progress = (out / "progress.txt").read_text().strip() if (out / "progress.txt").is_file() else ""
+            progress = _read_small(out / "progress.txt")
             why = run.reason or f"the process exited with status {run.returncode}"
             if run.timed_out or time.monotonic() >= deadline:
                 flags.append(f"confirmation stopped: {why}; {len(pending)} question(s) not confirmed")
                 break
-            if progress.startswith("cell "):
+            if progress.startswith("cell ") and progress.split()[1:2] and progress.split()[1].isdigit() \
+                    and int(progress.split()[1]) < len(cells):
                 k = int(progress.split()[1])
                 flags.append(f"cell {k + 1} of the answers ended the confirmation run ({why}); it was skipped")
                 cells[k] = "pass  # skipped by the grader: this cell ended the process"
-            elif progress.startswith("check "):
-                gid = progress.split()[1]
+            elif progress.startswith("check ") and any(checks[i].grade_id == progress[6:].strip() for i in pending):
+                gid = progress[6:].strip()
                 flags.append(f"{gid}: calling the answer ended the confirmation run ({why})")
                 i = next(i for i in pending if checks[i].grade_id == gid)
                 results[gid] = None
@@ -136,8 +149,31 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
             results.setdefault(checks[i].grade_id, None)
     finally:
         if own_tmp:
-            shutil.rmtree(base, ignore_errors=True)
+            space.__exit__(None, None, None)
     return results, flags, sandboxed
+
+
+def _regular_file(path: Path) -> bool:
+    import stat
+
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _read_small(path: Path, limit: int = 400) -> str:
+    """A few bytes of a file the sandbox wrote, never following a link (it may point anywhere)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    try:
+        if not _regular_file(path):
+            return ""
+        return os.read(fd, limit).decode("utf-8", "replace").strip()
+    finally:
+        os.close(fd)
 
 
 def confirm(nb, assignment: str, *, limits=None, workdir: Path | None = None,
@@ -151,7 +187,16 @@ def confirm(nb, assignment: str, *, limits=None, workdir: Path | None = None,
                                            workdir=workdir, use_sandbox=use_sandbox)
     conf = Confirmation(flags=flags, sandboxed=sandboxed)
     for check, cases in zip(checks, case_lists):
-        conf.verdicts[check.grade_id] = judge_results(check, cases, results.get(check.grade_id))
+        got = results.get(check.grade_id)
+        try:
+            if got is not None and not isinstance(got, list):
+                raise TypeError(f"a {type(got).__name__}, not a list of case results")
+            conf.verdicts[check.grade_id] = judge_results(check, cases, got)
+        except Exception as err:  # noqa: BLE001 - the driver never writes such data: it was forged
+            conf.verdicts[check.grade_id] = Verdict(check.grade_id, False, "the confirmation result had a form the "
+                                                    "grader never writes; not graded", len(cases))
+            conf.flags.append(f"{check.grade_id}: the confirmation result had a form the grader never writes "
+                              f"({type(err).__name__}: {str(err)[:120]}): forged results are tampering")
     for gid in sorted(wanted - set(conf.verdicts)):
         conf.verdicts[gid] = Verdict(gid, False, f"no hidden check confirms '{gid}' (ask your instructor)")
     conf.seconds = time.perf_counter() - t0

@@ -579,16 +579,14 @@ def _grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedbac
                record: bool = True) -> None:
     """Confirmation in the sandbox, then nbgrader autograde with its kernel in the sandbox, then the
     lower of the two verdicts per test cell into the gradebook."""
-    import tempfile
-
     from . import sandbox
     from .canonical import canonical_notebook
     from .confirm import confirm, test_cell_ids
 
     staged = workdir / "submitted" / sub.student / sub.assignment
     deadline = time.monotonic() + limits.wall_seconds
-    tmp = Path(tempfile.mkdtemp(prefix="grade-"))
-    os.chmod(tmp, 0o755)
+    space = sandbox.Workspace(limits)  # everything this submission's runs write, bounded as a whole
+    tmp = space.__enter__()
     try:
         verdicts = {}
         for path in sorted(staged.glob("*" + NB_EXT)):
@@ -664,7 +662,7 @@ def _grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedbac
             else:
                 res.error = "feedback: " + _short_error(fb)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        space.__exit__(None, None, None)
         res.flags = list(dict.fromkeys(res.flags))
 
 

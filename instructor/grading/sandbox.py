@@ -59,6 +59,10 @@ class Limits:
     case_seconds: float = 60.0          # one probe call in the confirmation run
     cell_seconds: float = 180.0         # one cell (nbgrader's Execute.timeout)
     output_bytes: int = 1 << 20         # outputs kept per cell in the autograded notebook
+    notebook_output_bytes: int = 8 << 20  # outputs kept per notebook, all cells together
+    disk_bytes: int = 512 << 20         # everything one submission writes, all its runs together
+    result_bytes: int = 64 << 20        # the confirmation's result files of one run, unpacked
+    host_uid: int = 61000               # first host uid the sandbox runs as when grading as root
 
     @classmethod
     def from_config(cls, config=None) -> "Limits":
@@ -75,9 +79,13 @@ class Limits:
         gb = section.get("memory_gb")
         if gb:
             lim.memory_bytes = int(float(gb) * GIB)
-        for key in ("processes", "cpu_seconds", "file_bytes", "open_files", "output_bytes"):
+        for key in ("processes", "cpu_seconds", "file_bytes", "open_files", "output_bytes",
+                    "notebook_output_bytes", "host_uid"):
             if key in section:
                 setattr(lim, key, int(section[key]))
+        for key, attr in (("disk_mb", "disk_bytes"), ("result_mb", "result_bytes")):
+            if key in section:
+                setattr(lim, attr, int(float(section[key]) * (1 << 20)))
         if "wall_minutes" in section:
             lim.wall_seconds = float(section["wall_minutes"]) * 60
         timeout = config.get("Execute", {}).get("timeout") if hasattr(config, "get") else None
@@ -266,24 +274,83 @@ def _device_binds() -> list[str]:
     return out
 
 
+def drops_privileges() -> bool:
+    """Grading as root: bubblewrap runs privileged (no user namespace) and the sandboxed process
+    drops to an unprivileged *host* uid before anything of the submission runs. (Root starting
+    bubblewrap with ``--unshare-user`` would map the sandbox user to host uid 0: owner checks on
+    root's files would pass.)"""
+    return os.geteuid() == 0
+
+
+def sandbox_uid(limits: "Limits | None" = None) -> int:
+    """The host uid (and gid) a sandbox of this process runs as when grading as root: one of a
+    range reserved by ``c.Sandbox.host_uid``, different for concurrent grading processes so that
+    ``RLIMIT_NPROC`` counts each sandbox's processes alone."""
+    return (limits or Limits()).host_uid + os.getpid() % 1000
+
+
+_DROP_SNIPPET = ("import os,sys;u=int(sys.argv[1]);os.setgroups([]);os.setresgid(u,u,u);os.setresuid(u,u,u);"
+                 "os.execv(sys.argv[2],sys.argv[2:])")
+
+
+def _drop_to(uid: int, command: list[str]) -> list[str]:
+    """``command`` run as host ``uid``/``gid``, no groups, no capabilities left (bounding set too)."""
+    setpriv = shutil.which("setpriv")
+    if setpriv:
+        return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--bounding-set=-all",
+                "--inh-caps=-all", "--", *command]
+    return [sys.executable, "-I", "-S", "-c", _DROP_SNIPPET, str(uid), *command]
+
+
+def _parents_to_make(targets: list[str], system: list[str]) -> list[str]:
+    """Folders above the bind targets that bubblewrap would otherwise create (privileged, it makes
+    them mode 0700: the unprivileged sandbox user could not reach the binds below)."""
+    out = set()
+    for t in targets:
+        for parent in Path(t).parents:
+            p = str(parent)
+            if p in ("/", "/tmp") or any(p == s or p.startswith(s + "/") for s in system):
+                continue
+            if any(p == b or p.startswith(b + "/") for b in targets):
+                continue
+            out.add(p)
+    return sorted(out, key=lambda p: (p.count("/"), p))
+
+
 def bwrap_argv(scratch: Path, command: list[str], *, extra_ro: list[Path] = (), extra_rw: list[Path] = (),
-               env: dict | None = None) -> list[str]:
-    """The bubblewrap command line that runs ``command`` in ``scratch``."""
+               env: dict | None = None, uid: int | None = None, tmp_bytes: int | None = None) -> list[str]:
+    """The bubblewrap command line that runs ``command`` in ``scratch``.
+
+    As root: privileged bubblewrap, every namespace but the user one, then :func:`_drop_to` the host
+    ``uid`` (default :func:`sandbox_uid`). As another user: a user namespace (uid 65534 inside, the
+    grader's own unprivileged uid outside)."""
     scratch = Path(scratch)
-    argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--unshare-user",
-            "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL", "--clearenv",
-            "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
+    if drops_privileges():
+        uid = sandbox_uid() if uid is None else uid
+        argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+                "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL", "--cap-add", "CAP_SETUID",
+                "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
+        command = _drop_to(uid, command)
+    else:
+        argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--unshare-user",
+                "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"]
+    argv += ["--clearenv", "--proc", "/proc", "--dev", "/dev"]
+    argv += ["--perms", "1777", "--size", str(int(tmp_bytes or Limits().disk_bytes)), "--tmpfs", "/tmp"]
     system = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
     for p in system:
         if os.path.lexists(p):
             argv += ["--ro-bind", p, p] if not os.path.islink(p) else ["--symlink", os.readlink(p), p]
     venv = Path(sys.prefix)
     ro = [_python_prefix(), venv, STUDENT_PACKAGE, *extra_ro]
-    for p in dict.fromkeys(str(Path(p)) for p in ro):
-        if os.path.exists(p) and not any(p == s or p.startswith(s + "/") for s in system):
-            argv += ["--ro-bind", p, p]
-    for p in [scratch, *extra_rw]:
-        argv += ["--bind", str(p), str(p)]
+    ro_binds = [p for p in dict.fromkeys(str(Path(p)) for p in ro)
+                if os.path.exists(p) and not any(p == s or p.startswith(s + "/") for s in system)]
+    rw_binds = [str(p) for p in [scratch, *extra_rw]]
+    for parent in _parents_to_make(ro_binds + rw_binds, system):
+        argv += ["--perms", "0755", "--dir", parent]
+    for p in ro_binds:
+        argv += ["--ro-bind", p, p]
+    for p in rw_binds:
+        argv += ["--bind", p, p]
     argv += _device_binds()
     base_env = {"PATH": f"{venv}/bin:/usr/bin:/bin", "HOME": str(scratch), "LANG": "C.UTF-8",
                 "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
@@ -322,8 +389,8 @@ def apply_rlimits(limits: Limits, cgroup_active: bool) -> None:
     setl(resource.RLIMIT_CORE, 0)
     setl(resource.RLIMIT_NOFILE, int(limits.open_files))
     if not cgroup_active:
-        if os.geteuid() != 0:
-            setl(resource.RLIMIT_NPROC, int(limits.processes))
+        # counted per real uid: as root it takes effect once the sandbox drops to its own uid
+        setl(resource.RLIMIT_NPROC, int(limits.processes))
         if not any(Path("/dev").glob("nvidia*")):  # CUDA maps huge virtual ranges
             setl(resource.RLIMIT_AS, int(limits.memory_bytes) + GIB)
 
@@ -365,7 +432,11 @@ def run(command: list[str], scratch: Path, *, limits: Limits | None = None, wall
     if use_sandbox and not sandboxed:
         warn_if_unsandboxed()
     cgroup = Cgroup(limits, status()["cgroup"]) if use_sandbox else None
-    argv = bwrap_argv(scratch, command, env=env, extra_ro=extra_ro) if sandboxed else command
+    uid = sandbox_uid(limits) if sandboxed and drops_privileges() else None
+    if uid is not None:
+        give_to(scratch, uid)
+    argv = bwrap_argv(scratch, command, env=env, extra_ro=extra_ro, uid=uid,
+                      tmp_bytes=limits.disk_bytes) if sandboxed else command
 
     def pre():
         os.setsid()
@@ -404,13 +475,134 @@ def run(command: list[str], scratch: Path, *, limits: Limits | None = None, wall
     return RunResult(code, timed_out, sandboxed, time.monotonic() - t0, reason)
 
 
-def load_data(path: Path, max_bytes: int = 256 << 20):
-    """Read a result file written in the sandbox: plain data only (no pickled objects)."""
+def give_to(folder: Path, uid: int) -> None:
+    """Hand ``folder`` and what the grader put in it to the sandbox's host uid (grading as root)."""
+    for root, dirs, files in os.walk(folder):
+        for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+            try:
+                os.lchown(name, uid, uid)
+            except OSError:
+                pass
+
+
+# --------------------------------------------------------------------------- bounded disk
+
+def _libc():
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+class Workspace:
+    """The writable space of one submission, bounded as a whole.
+
+    Grading as root, it is a tmpfs of ``Limits.disk_bytes`` mounted on a fresh folder: every run of the
+    submission (confirmation, kernel, their scratch, sockets and results) writes there, writes past the
+    bound fail inside the sandbox with ``ENOSPC``, and the host's disk does not move. Without root it is
+    a plain temporary folder (``RLIMIT_FSIZE`` bounds each file; the sandbox's own ``/tmp`` is a sized
+    tmpfs either way). ``with Workspace(limits) as path: ...``; ``.bounded`` says which it was.
+    """
+
+    def __init__(self, limits: "Limits | None" = None, prefix: str = "grade-"):
+        self.limits = limits or Limits()
+        self.path = Path(tempfile.mkdtemp(prefix=prefix))
+        self.bounded = False
+
+    def __enter__(self) -> Path:
+        os.chmod(self.path, 0o755)
+        if os.geteuid() == 0 and os.environ.get("COURSE_SANDBOX_DISK") != "off":
+            opts = f"size={max(1 << 20, int(self.limits.disk_bytes))},mode=0755".encode()
+            self.bounded = _libc().mount(b"tmpfs", str(self.path).encode(), b"tmpfs", 2 | 4, opts) == 0  # nosuid, nodev
+        return self.path
+
+    def __exit__(self, *exc) -> None:
+        if self.bounded:
+            libc = _libc()
+            if libc.umount2(str(self.path).encode(), 0) != 0:
+                libc.umount2(str(self.path).encode(), 2)  # MNT_DETACH: a process still holds a file
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- bounded results
+
+class ResultTooLarge(ValueError):
+    """A result file outside the limits: forged (or a runaway answer); never unpickled."""
+
+
+MAX_RECORDS = 20_000       # tensors (storages) in one result file
+MAX_PICKLE_BYTES = 4 << 20  # the pickle itself (structure, strings); tensors' bytes are separate records
+MAX_NODES = 2_000_000      # lists, dicts, strings, numbers... in one loaded result, shared ones counted each time
+
+
+def check_result_file(path: Path, max_bytes: int) -> int:
+    """Check a ``torch.save`` file without unpickling it; return its unpacked size in bytes.
+
+    Honest results are zip archives of *stored* (uncompressed) records, as ``torch.save`` writes them:
+    a compressed record, more than :data:`MAX_RECORDS` records, a pickle over :data:`MAX_PICKLE_BYTES`
+    or more than ``max_bytes`` unpacked is refused (:class:`ResultTooLarge`)."""
+    import zipfile
+
+    path = Path(path)
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise ResultTooLarge(f"{path.name} is {size >> 20} MiB on disk (limit {max_bytes >> 20} MiB)")
+    try:
+        with zipfile.ZipFile(path) as z:
+            infos = z.infolist()
+    except (zipfile.BadZipFile, OSError) as err:
+        raise ResultTooLarge(f"{path.name} is not a result file ({err})") from None
+    if len(infos) > MAX_RECORDS:
+        raise ResultTooLarge(f"{path.name} holds {len(infos)} records (limit {MAX_RECORDS})")
+    total = 0
+    for info in infos:
+        if info.compress_type != zipfile.ZIP_STORED:
+            raise ResultTooLarge(f"{path.name}: record {info.filename[:60]} is compressed (torch.save never does that)")
+        if info.filename.endswith(".pkl") and info.file_size > MAX_PICKLE_BYTES:
+            raise ResultTooLarge(f"{path.name}: its pickle is {info.file_size >> 20} MiB "
+                                 f"(limit {MAX_PICKLE_BYTES >> 20} MiB)")
+        total += info.file_size
+    if total > max_bytes:
+        raise ResultTooLarge(f"{path.name} unpacks to {total >> 20} MiB (limit {max_bytes >> 20} MiB)")
+    return total
+
+
+def check_loaded(value, max_bytes: int, max_nodes: int = MAX_NODES) -> None:
+    """Walk a loaded result as the judge will, counting shared objects every time they are reached
+    (a structure that shares its parts can be exponentially larger than its file), and tensors by the
+    memory a dense copy would take (a stride-0 view of a small storage can claim any size)."""
     import torch
 
-    if Path(path).stat().st_size > max_bytes:
-        raise ValueError(f"{path.name} is larger than {max_bytes >> 20} MiB")
-    return torch.load(path, weights_only=True, map_location="cpu")
+    budget = {"nodes": 0, "bytes": 0}
+    stack = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        budget["nodes"] += 1
+        if budget["nodes"] > max_nodes:
+            raise ResultTooLarge(f"the result has more than {max_nodes} items")
+        if depth > 64:
+            raise ResultTooLarge("the result is nested more than 64 levels deep")
+        if isinstance(v, torch.Tensor):
+            budget["bytes"] += v.numel() * v.element_size()
+            if budget["bytes"] > max_bytes:
+                raise ResultTooLarge(f"the result's tensors would take more than {max_bytes >> 20} MiB")
+        elif isinstance(v, (str, bytes)):
+            budget["bytes"] += len(v)
+        elif isinstance(v, dict):
+            stack.extend((x, depth + 1) for kv in v.items() for x in kv)
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            stack.extend((x, depth + 1) for x in v)
+
+
+def load_data(path: Path, max_bytes: int = 64 << 20):
+    """Read a result file written in the sandbox: plain data only (no pickled objects), and only once
+    :func:`check_result_file` found it within the limits; the loaded value is walked by
+    :func:`check_loaded` before anyone uses it. Raises :class:`ResultTooLarge` otherwise."""
+    import torch
+
+    check_result_file(path, max_bytes)
+    value = torch.load(path, weights_only=True, map_location="cpu")
+    check_loaded(value, max_bytes)
+    return value
 
 
 # --------------------------------------------------------------------------- the sandboxed kernel
@@ -437,6 +629,11 @@ def kernel_main(connection_file: str) -> None:
     scratch = Path(os.environ["COURSE_SANDBOX_SCRATCH"])
     rundir = Path(os.environ["COURSE_SANDBOX_RUN"])
     limits = Limits.from_env(os.environ.get("COURSE_SANDBOX_LIMITS"))
+    sandboxed = os.environ.get("COURSE_SANDBOX_BWRAP") == "1"
+    uid = sandbox_uid(limits) if sandboxed and drops_privileges() else None
+    if uid is not None:  # the kernel reads its connection file and writes its sockets as the sandbox's uid
+        for path in (scratch, rundir):
+            give_to(path, uid)
     cg = [Path(p) for p in os.environ.get("COURSE_SANDBOX_CGROUP", "").split(os.pathsep) if p]
     for d in cg:
         try:
@@ -456,8 +653,9 @@ def kernel_main(connection_file: str) -> None:
     log = os.open(str(rundir / "kernel.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(log, 1)
     os.dup2(log, 2)
-    if os.environ.get("COURSE_SANDBOX_BWRAP") == "1":
-        argv = bwrap_argv(scratch, kernel, extra_ro=extra_ro, extra_rw=[rundir], env=env)
+    if sandboxed:
+        argv = bwrap_argv(scratch, kernel, extra_ro=extra_ro, extra_rw=[rundir], env=env, uid=uid,
+                          tmp_bytes=limits.disk_bytes)
         os.execvp(argv[0], argv)
     os.chdir(scratch)
     os.environ.update(_unsandboxed_env(scratch, env))
@@ -478,6 +676,24 @@ def _kernel_manager_class():
             self.ip = str(rundir / "k")
 
     return SandboxKernelManager
+
+
+def _message_size(content: dict) -> int:
+    """Bytes an output message would add to the notebook (roughly: its text and data)."""
+    size = 0
+    for key in ("text", "evalue", "ename"):
+        size += len(str(content.get(key, "")))
+    for tb in content.get("traceback") or []:
+        size += len(str(tb))
+    for part in ("data", "metadata"):
+        for v in (content.get(part) or {}).values():
+            size += len(v) if isinstance(v, str) else len(json.dumps(v, default=str))
+    return size + 64
+
+
+def _short_error_content(content: dict) -> dict:
+    tb = [str(t)[:2000] for t in (content.get("traceback") or [])][-20:]
+    return {**content, "evalue": str(content.get("evalue", ""))[:2000], "traceback": tb}
 
 
 @functools.lru_cache(maxsize=None)
@@ -504,6 +720,7 @@ def sandboxed_execute_class():
             self._limits = Limits.from_env(os.environ.get("COURSE_SANDBOX_LIMITS"))
             self._deadline = time.monotonic() + float(os.environ.get("COURSE_SANDBOX_WALL", self._limits.wall_seconds))
             self._restarts, self._ran = 0, []
+            self._nb_used, self._cell_used, self._cut_cells = 0, 0, set()
             self.course_flags = []
             type(self).last_flags = self.course_flags
             return super().preprocess(nb, resources, km)
@@ -517,9 +734,31 @@ def sandboxed_execute_class():
             except Exception:  # noqa: BLE001
                 pass
 
+        def output(self, outs, msg, display_id, cell_index):
+            """Outputs are counted as they arrive, per cell and per notebook: past either cap they are
+            dropped before they are kept in memory. Errors and stderr are always kept (shortened): they
+            decide whether a test cell failed."""
+            content = msg.get("content") or {}
+            size = _message_size(content)
+            if (self._cell_used + size > self._limits.output_bytes
+                    or self._nb_used + size > self._limits.notebook_output_bytes):
+                self._cut_cells.add(cell_index)
+                kind = msg.get("msg_type")
+                if kind == "error":
+                    msg = {**msg, "content": _short_error_content(content)}
+                elif kind == "stream" and content.get("name") == "stderr":
+                    msg = {**msg, "content": {**content, "text": str(content.get("text", ""))[:1000]}}
+                else:
+                    return None
+                size = _message_size(msg["content"])
+            self._cell_used += size
+            self._nb_used += size
+            return super().output(outs, msg, display_id, cell_index)
+
         def preprocess_cell(self, cell, resources, index):
             if cell.cell_type != "code":
                 return cell, self.resources
+            self._cell_used = 0
             for attempt in (0, 1):
                 left = self._deadline - time.monotonic()
                 if left <= 0:
@@ -571,7 +810,7 @@ def sandboxed_execute_class():
                         self._deadline = time.monotonic()
                 else:
                     self._ran.append(cell)
-                self._cap_outputs(cell)
+                self._cap_outputs(cell, index)
                 return cell, res
             return cell, self.resources
 
@@ -622,18 +861,26 @@ def sandboxed_execute_class():
                     self._deadline = time.monotonic()
                     return
 
-        def _cap_outputs(self, cell):
-            cap, used, kept = self._limits.output_bytes, 0, []
+        def _cap_outputs(self, cell, index=None):
+            """Say where outputs were cut (and why), on the cell where it happened; keep every error."""
+            cap, used, kept, cut = self._limits.output_bytes, 0, [], index in self._cut_cells
             for out in cell.get("outputs", []):
                 size = len(json.dumps(out, default=str))
-                if used + size > cap:
-                    kept.append(new_output("stream", name="stdout",
-                                           text=f"\n... output cut by the grader: over {cap >> 10} KiB in this cell ...\n"))
-                    if not any("output" in f and "cut" in f for f in self.course_flags):
-                        self.course_flags.append(f"outputs over {cap >> 10} KiB per cell were cut")
-                    break
+                if used + size > cap and out.get("output_type") != "error":
+                    cut = True
+                    continue
                 used += size
                 kept.append(out)
+            if cut:
+                notebook_full = self._nb_used + 4096 > self._limits.notebook_output_bytes
+                why = (f"the notebook's outputs passed {self._limits.notebook_output_bytes >> 10} KiB" if notebook_full
+                       else f"over {cap >> 10} KiB in this cell")
+                kept.append(new_output("stream", name="stdout", text=f"\n... output cut by the grader: {why} ...\n"))
+                flag = (f"outputs over {self._limits.notebook_output_bytes >> 10} KiB per notebook were cut "
+                        f"(from cell {index + 1 if index is not None else '?'} on)" if notebook_full
+                        else f"outputs over {cap >> 10} KiB per cell were cut")
+                if not any(f.split(" (")[0] == flag.split(" (")[0] for f in self.course_flags):
+                    self.course_flags.append(flag)
             cell.outputs = kept
 
     return SandboxedExecute

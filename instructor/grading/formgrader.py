@@ -1,0 +1,288 @@
+"""nbgrader's formgrader, with its Autograde and Generate Feedback buttons on the trusted pipeline.
+
+Plain formgrader's buttons call nbgrader's API directly: the student's kernel runs unconfined, the
+hidden checks run inside it, nothing confirms them. This Jupyter server extension serves the same
+formgrader (pages, static files, every other API handler: nbgrader's own classes), except that the
+handlers behind those buttons run what ``python -m autograder grade`` runs (:func:`course.grade`:
+the confirmation outside the kernel, nbgrader autograde with the kernel in the sandbox, the lower
+verdict per test cell in the gradebook, flags, notes at the top of the feedback):
+
+* ``/formgrader/api/submission/<assignment>/<student>/autograde`` (Manage Submissions: Autograde)
+  regrades that submission (``force``: an explicit click always regrades);
+* ``/formgrader/api/assignment/<assignment>/<student>/generate_feedback`` and
+  ``/formgrader/api/assignment/<assignment>/generate_feedback`` (Generate Feedback, one student or
+  all) reuse the pipeline's grade when the submitted files are the ones it graded and the gradebook
+  still holds its (lower) verdicts, re-rendering the feedback from the gradebook with the grader's
+  notes on top; anything else is graded again through the pipeline first.
+
+Grading runs in a separate process (``python -m instructor.grading.formgrader``), one at a time, so
+the server stays responsive and the pipeline's process-wide state never touches the server's. The
+replies have the shape formgrader's JavaScript expects (``success``, ``log``, ``error``); the log
+names the score, the flags and the integrity notes.
+
+The instructor lab (``python -m autograder.lab --instructor``) turns this extension on in place of
+``nbgrader.server_extensions.formgrader``. Were both on, this one still wins: jupyter_server loads
+extensions in name order and tornado serves the first matching rule.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+EXTENSION = "instructor.grading.formgrader"
+PIPELINE = ("Graded by the course's trusted pipeline, as `python -m autograder grade` grades: the hidden checks "
+            "confirmed outside the student's kernel, nbgrader's autograde with the kernel in the sandbox, "
+            "the lower verdict per test cell kept.")
+
+
+# --------------------------------------------------------------------------- the worker process
+
+def _submissions(course_root: Path, assignment: str, student: str | None):
+    """The submissions of ``assignment`` (one student, or all) in the course folder's ``submitted/``,
+    checked by :func:`course.collect_submissions` (without reading the rest of the class)."""
+    from . import course
+
+    submitted = course_root / "submitted"
+    if student:
+        students = [student]
+    else:
+        students = sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir()) if submitted.is_dir() else []
+    view = Path(tempfile.mkdtemp(prefix="formgrader-view-"))
+    try:
+        for s in students:
+            if (submitted / s / assignment).is_dir():
+                (view / s).mkdir()
+                # a link, so the pipeline grades the files in place (never copies or moves them)
+                (view / s / assignment).symlink_to(submitted / s / assignment, target_is_directory=True)
+        subs, problems = course.collect_submissions(view, root=REPO)
+        for sub in subs:
+            sub.notebooks = [nb.resolve() for nb in sub.notebooks]  # the files in submitted/ themselves
+        for p in problems:
+            p.path = submitted / p.path.relative_to(view)
+        return subs, problems
+    finally:
+        shutil.rmtree(view, ignore_errors=True)  # removes the links, not what they point to
+
+
+def _reusable(course_root: Path, sub):
+    """The pipeline's earlier result for ``sub`` when it still stands: same files (the ledger), the
+    autograded notebooks there, and no test cell in the gradebook above the confirmed verdict."""
+    from nbgrader.api import MissingEntry
+
+    from . import course
+
+    earlier = course.Ledger(course_root).unchanged(sub)
+    autograded = course_root / "autograded" / sub.student / sub.assignment
+    if earlier is None or not all((autograded / nb.name).is_file() for nb in sub.notebooks):
+        return None
+    with course._api(course_root).gradebook as gb:
+        try:
+            found = gb.find_submission(sub.assignment, sub.student)
+        except MissingEntry:
+            return None
+        for nb in found.notebooks:
+            for g in nb.grades:
+                v = earlier.verdicts.get(g.name)
+                if v is not None and g.auto_score is not None and g.auto_score > (g.max_score if v["passed"] else 0.0):
+                    return None
+    return earlier
+
+
+def _feedback_from_gradebook(course_root: Path, res) -> None:
+    """nbgrader generate_feedback (the pipeline's configuration: hidden tests cleared), then the notes."""
+    from . import course
+
+    course._environment()
+    out = course._api(course_root, sandboxed=True).generate_feedback(res.assignment, res.student, force=True)
+    if not out.get("success"):
+        raise RuntimeError("nbgrader generate_feedback failed: " + course._short_error(out))
+    res.feedback = sorted((course_root / "feedback" / res.student / res.assignment).glob("*.html"))
+    course._annotate_feedback(res)
+
+
+def _describe(res, how: str) -> list[str]:
+    lines = [f"{res.student}/{res.assignment}: " + (
+        f"{res.auto_score:g}/{res.auto_max:g} autograded points" if res.ok else f"ERROR: {res.error}")
+        + (f" (+{res.manual_pending:g} to grade by hand)" if res.ok and res.manual_pending else "")
+        + f" ({how}; kernel {'in the bubblewrap sandbox' if res.sandboxed else 'NOT sandboxed: bubblewrap missing'})"]
+    lines += [f"  flagged: {f}" for f in res.flags]
+    lines += [f"  integrity: {i}" for i in res.integrity]
+    lines += [f"  note: {n}" for n in res.notes if "not graded again" not in n]
+    if res.feedback:
+        lines.append(f"  feedback: {', '.join(str(p) for p in res.feedback)}")
+    return lines
+
+
+def pipeline(course_root: Path, assignment: str, student: str | None, action: str) -> dict:
+    """Run one button's work through the pipeline; formgrader's reply (success, log, error)."""
+    from . import course
+
+    course_root = Path(course_root).resolve()
+    log = [PIPELINE]
+    subs, problems = _submissions(course_root, assignment, student)
+    log += [str(p) for p in problems]
+    if not subs:
+        who = f"student '{student}'" if student else "any student"
+        error = f"no gradable submission of '{assignment}' from {who} in {course_root / 'submitted'}"
+        return {"success": False, "log": "\n".join(log), "error": error}
+    results = {}
+    if action == "feedback":
+        for sub in subs:
+            earlier = _reusable(course_root, sub)
+            if earlier is None:
+                continue
+            try:
+                _feedback_from_gradebook(course_root, earlier)
+                results[(sub.student, sub.assignment)] = (earlier, "the pipeline's grade reused: files unchanged "
+                                                          "since it graded them")
+            except Exception as err:  # noqa: BLE001 - then grade it again below
+                log.append(f"{sub.student}/{sub.assignment}: feedback from the gradebook failed ({err}); grading again")
+    todo = [s for s in subs if (s.student, s.assignment) not in results]
+    if todo:
+        for res in course.grade(todo, course_root, feedback=action == "feedback", progress=False, root=REPO,
+                                force=True):
+            results[(res.student, res.assignment)] = (res, "graded now")
+    failed = []
+    for sub in subs:
+        res, how = results[(sub.student, sub.assignment)]
+        log += _describe(res, how)
+        if not res.ok or (action == "feedback" and not res.feedback):
+            failed.append(f"{res.student}/{res.assignment}: {res.error or 'no feedback written'}")
+    reply = {"success": not failed, "log": "\n".join(log)}
+    if failed:
+        reply["error"] = "\n".join(failed)
+    return reply
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m {EXTENSION}",
+                                     description="One formgrader button's work, through the trusted pipeline.")
+    parser.add_argument("action", choices=["autograde", "feedback"])
+    parser.add_argument("--course", required=True, help="the course folder formgrader serves")
+    parser.add_argument("--assignment", required=True)
+    parser.add_argument("--student", help="one student (default: every submission of the assignment)")
+    parser.add_argument("--result", required=True, help="where to write the reply (JSON)")
+    args = parser.parse_args(argv)
+    try:
+        reply = pipeline(Path(args.course), args.assignment, args.student, args.action)
+    except Exception:  # noqa: BLE001 - the button shows the traceback
+        import traceback
+
+        reply = {"success": False, "log": PIPELINE, "error": traceback.format_exc()}
+    Path(args.result).write_text(json.dumps(reply))
+    return 0 if reply["success"] else 1
+
+
+# --------------------------------------------------------------------------- the server side
+
+_lock: asyncio.Lock | None = None  # one grading at a time: they share the gradebook and the ledger
+
+
+async def run_button(course_root: Path, action: str, assignment: str, student: str | None) -> dict:
+    """Run :func:`pipeline` in a worker process, without blocking the server; its reply, with the
+    worker's own output appended to the log."""
+    global _lock
+    if _lock is None:
+        _lock = asyncio.Lock()
+    async with _lock:
+        fd, result = tempfile.mkstemp(prefix="formgrader-", suffix=".json")
+        os.close(fd)
+        try:
+            cmd = [sys.executable, "-m", EXTENSION, action, "--course", str(course_root),
+                   "--assignment", assignment, "--result", result] + (["--student", student] if student else [])
+            env = dict(os.environ)
+            env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+            proc = await asyncio.create_subprocess_exec(*cmd, cwd=str(REPO), env=env, stdin=asyncio.subprocess.DEVNULL,
+                                                        stdout=asyncio.subprocess.PIPE,
+                                                        stderr=asyncio.subprocess.STDOUT)
+            output, _ = await proc.communicate()
+            try:
+                reply = json.loads(Path(result).read_text() or "null")
+            except (OSError, ValueError):
+                reply = None
+            output = output.decode("utf-8", "replace").strip()
+            if not isinstance(reply, dict):
+                return {"success": False, "log": output,
+                        "error": f"the grading process ended (exit status {proc.returncode}) without a result"}
+            if output:
+                reply["log"] = reply.get("log", "") + "\n\n--- grading process output ---\n" + output[-20000:]
+            return reply
+        finally:
+            os.unlink(result)
+
+
+def _handlers():
+    """The handler classes, built on nbgrader's (imported only where nbgrader is)."""
+    from nbgrader.server_extensions.formgrader import apihandlers
+    from nbgrader.server_extensions.formgrader.base import BaseApiHandler, check_notebook_dir, check_xsrf
+    from tornado import web
+
+    class TrustedButton(BaseApiHandler):
+        action = "autograde"
+
+        @web.authenticated
+        @check_xsrf
+        @check_notebook_dir
+        async def post(self, assignment_id, student_id=None):
+            reply = await run_button(Path(self.coursedir.root), self.action, assignment_id, student_id)
+            self.write(json.dumps(reply))  # a JSON string, as nbgrader writes it (the JS parses the text)
+
+    class AutogradeHandler(TrustedButton):
+        action = "autograde"
+
+    class GenerateFeedbackHandler(TrustedButton):
+        action = "feedback"
+
+    class GenerateAllFeedbackHandler(TrustedButton):
+        action = "feedback"
+
+    return {apihandlers.AutogradeHandler: AutogradeHandler,
+            apihandlers.GenerateFeedbackHandler: GenerateFeedbackHandler,
+            apihandlers.GenerateAllFeedbackHandler: GenerateAllFeedbackHandler}
+
+
+def routes() -> list[tuple]:
+    """formgrader's URL rules, nbgrader's button handlers replaced by the pipeline's."""
+    from nbgrader.server_extensions.formgrader import apihandlers, handlers
+    from tornado import web
+
+    swap = _handlers()
+    return [*handlers.default_handlers,
+            *[(pattern, swap.get(cls, cls), *rest) for pattern, cls, *rest in apihandlers.default_handlers],
+            (r"/formgrader/static/(.*)", web.StaticFileHandler, {"path": handlers.static_path}),
+            (r"/formgrader/.*", handlers.Template404)]
+
+
+def _jupyter_server_extension_points():
+    return [{"module": EXTENSION}]
+
+
+def _load_jupyter_server_extension(serverapp):
+    """Load formgrader as nbgrader's extension does, with :func:`routes` as its handlers."""
+    from jupyter_server.utils import url_path_join
+    from nbgrader.server_extensions.formgrader.formgrader import FormgradeExtension
+
+    webapp = serverapp.web_app
+    if "nbgrader_formgrader" in webapp.settings:
+        serverapp.log.error("%s: nbgrader's own formgrader was loaded first; its Autograde and Generate Feedback "
+                            "buttons may bypass the trusted pipeline. Disable nbgrader.server_extensions.formgrader.",
+                            EXTENSION)
+    serverapp.log.info("Loading formgrader with the trusted pipeline behind Autograde and Generate Feedback")
+    formgrader = FormgradeExtension(parent=serverapp)
+    formgrader.root_dir = serverapp.root_dir
+    formgrader.log = serverapp.log
+    formgrader.initialize([])
+    formgrader.init_tornado_settings(webapp)
+    base = webapp.settings["base_url"]
+    webapp.add_handlers(".*$", [(url_path_join(base, r[0].lstrip("/")), *r[1:]) for r in routes()])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
