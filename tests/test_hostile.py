@@ -34,12 +34,16 @@ REPO = Path(__file__).resolve().parents[1]
 HOSTILE = REPO / "tests" / "hostile"
 HONEST = {"ada": 8.0, "ben": 2.0}
 WALL_SECONDS = 90
+DISK_MB = 96                  # each submission's writable space (a tmpfs when grading as root)
+NOTEBOOK_OUTPUT = 4 << 20     # outputs kept per autograded notebook
 COURSE_CONFIG = f"""c = get_config()  # noqa
 c.Execute.timeout = 15
 c.Sandbox.wall_minutes = {WALL_SECONDS / 60}
 c.Sandbox.case_seconds = 5
 c.Sandbox.memory_gb = 2
 c.Sandbox.processes = 200
+c.Sandbox.disk_mb = {DISK_MB}
+c.Sandbox.notebook_output_bytes = {NOTEBOOK_OUTPUT}
 """
 PORT = 47613  # network.py tries to reach this listener on the grader's loopback
 
@@ -127,7 +131,10 @@ def hostile_batch(tmp_path_factory):
                 rows.setdefault(row["student"], []).append(row)
     feedback = {p.parts[-3]: p.read_text(encoding="utf-8")
                 for w in works for p in (w / "course" / "feedback").glob("*/00_orientation/*.html")}
+    sizes = {p.parts[-3]: p.stat().st_size
+             for w in works for p in (w / "course" / "autograded").glob("*/00_orientation/*.ipynb")}
     return {"rows": rows, "before": before, "after": after, "hits": hits, "elapsed": elapsed, "feedback": feedback,
+            "sizes": sizes,
             "logs": "\n".join((w / "log.txt").read_text()[-3000:] for w in works), "corpus": corpus}
 
 
@@ -181,6 +188,34 @@ def test_feedback_shows_the_flags_and_never_the_hidden_part(hostile_batch):
     for student, html in feedback.items():
         assert "BEGIN HIDDEN TESTS" not in html and "confirmed(" not in html, student
     assert "has the wrong shape" in feedback["ben"]  # the judge's message reaches the student
+
+
+def test_root_files_stay_closed(hostile_batch):
+    """Grading as root, the sandbox is an unprivileged host uid: /etc/shadow, ssh keys, pid 1's
+    environment cannot be read (the control, where the sandbox user is host root, is in test_sandbox)."""
+    html = hostile_batch["feedback"]["root_files"]
+    assert "closed:" in html and "/etc/shadow" in html, "the reading cell did not run"
+    import re
+
+    leak = re.search(r"LEAKED /", html)  # an output line; the cell's source says "LEAKED", secret
+    assert leak is None, html[leak.start() - 200:leak.start() + 300]
+
+
+def test_the_disk_is_bounded_per_submission(hostile_batch):
+    import re
+
+    html = hostile_batch["feedback"]["disk_fill"]
+    wrote = [int(n) for n in re.findall(r"WROTE (\d+) MiB", html)]
+    assert len(wrote) == 3, "the filling cell did not run"
+    if os.geteuid() == 0:  # the bound is a tmpfs the grader mounts
+        assert max(wrote) <= DISK_MB, f"{wrote} MiB written with a bound of {DISK_MB} MiB"
+
+
+def test_outputs_are_bounded_per_notebook(hostile_batch):
+    size = hostile_batch["sizes"]["output_flood"]
+    assert size < NOTEBOOK_OUTPUT + (1 << 20), f"the autograded notebook is {size >> 20} MiB"
+    assert len(hostile_batch["feedback"]["output_flood"]) < NOTEBOOK_OUTPUT + (2 << 20)
+    assert "output cut by the grader" in hostile_batch["feedback"]["output_flood"]
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -9,11 +9,14 @@ flags, one line each, so the instructor reads why instead of a bare "error".
 from __future__ import annotations
 
 import copy
+import json
 
 import nbformat
 
 MAX_CELLS = 2000        # more than this: only the released cells (with the student's answers) are graded
 MAX_SOURCE_CHARS = 200_000  # one cell's source
+MAX_NOTEBOOK_CHARS = 4_000_000  # all the cells of the student's own, together
+MAX_ATTACHMENT_BYTES = 1 << 20  # images pasted into markdown cells, all together
 
 __all__ = ["canonical_notebook", "MAX_CELLS"]
 
@@ -73,6 +76,7 @@ def canonical_notebook(nb, release_nb) -> tuple[nbformat.NotebookNode, list[str]
             out.outputs, out.execution_count = [], None
         return out
 
+    budget = {"chars": MAX_NOTEBOOK_CHARS, "attachments": MAX_ATTACHMENT_BYTES}
     too_many = len(nb.cells) > MAX_CELLS
     if too_many:
         flags.append(f"the notebook has {len(nb.cells)} cells (limit {MAX_CELLS}): only the assignment's own "
@@ -92,6 +96,23 @@ def canonical_notebook(nb, release_nb) -> tuple[nbformat.NotebookNode, list[str]
                 placed.add(gid)
                 continue
             extra = copy.deepcopy(cell)
+            src = extra.source if isinstance(extra.source, str) else "".join(extra.source)
+            if len(src) > MAX_SOURCE_CHARS:
+                flags.append(f"a cell of your own is over {MAX_SOURCE_CHARS} characters: cut")
+                extra.source = src = src[:MAX_SOURCE_CHARS]
+            budget["chars"] -= len(src)
+            if budget["chars"] < 0:
+                flags.append(f"your own cells are over {MAX_NOTEBOOK_CHARS} characters together: the rest were left out")
+                continue
+            attachments = extra.get("attachments") or {}
+            size = len(json.dumps(attachments, default=str)) if attachments else 0
+            if size:
+                budget["attachments"] -= size
+                if budget["attachments"] < 0:
+                    del extra["attachments"]
+                    extra.source = src + "\n\n*(attachments removed by the grader: over " \
+                                         f"{MAX_ATTACHMENT_BYTES >> 10} KiB in the notebook)*"
+                    flags.append(f"attachments over {MAX_ATTACHMENT_BYTES >> 10} KiB per notebook were removed")
             if "nbgrader" in extra.get("metadata", {}):
                 flags.append(f"a cell of your own claimed nbgrader metadata ({_gid(cell) or 'no id'}): removed")
                 del extra.metadata["nbgrader"]

@@ -85,7 +85,7 @@ def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: boo
         return 1
     t0 = time.perf_counter()
     results = course.grade(subs, workdir, progress=progress, jobs=jobs, force=force, scheduler=scheduler)
-    totals, by_q = course.write_csv(results, outdir)
+    totals, by_q = course.write_csv(results, outdir, problems)
     print(_table(results))
     for r in results:
         for note in r.notes:

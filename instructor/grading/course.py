@@ -285,15 +285,37 @@ class Submission:
     student: str
     assignment: str
     notebooks: list[Path]
+    flags: list[str] = field(default_factory=list)  # what was wrong with the files handed in (links, ...)
 
 
 @dataclass
 class Problem:
     path: Path
     message: str
+    student: str | None = None     # who handed it in, when the layout says so: a row in grades.csv
+    assignment: str | None = None
 
     def __str__(self) -> str:
         return f"error: {self.path}: {self.message}"
+
+
+def _link(path: Path) -> str | None:
+    """Why ``path`` must not be read: a symbolic link, or a file with other hard links (it may be
+    another student's notebook, or a file of the course). None for a plain file or folder."""
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except OSError as err:
+        return f"cannot be read ({err.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link: not followed, not graded (hand in the file itself)"
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        return (f"is a hard link ({st.st_nlink} names for one file): not read, not graded "
+                "(hand in a copy of the file)")
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        return "is not a regular file or folder: not read"
+    return None
 
 
 def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, str | None]:
@@ -346,43 +368,65 @@ def collect_submissions(path: Path, root: Path = REPO) -> tuple[list[Submission]
     owner = notebook_owner(root)
     found: dict[tuple[str, str], list[Path]] = {}
 
+    links: dict[tuple[str, str], list[str]] = {}
+
+    def linked(p: Path, student: str, assignment: str | None) -> bool:
+        why = _link(p)
+        if why is None:
+            return False
+        problems.append(Problem(p, why, student, assignment))
+        if assignment:
+            links.setdefault((student, assignment), []).append(f"{p.relative_to(path)} {why}")
+        return True
+
     for student_dir in sorted(p for p in path.iterdir() if not p.name.startswith(".")):
+        if linked(student_dir, student_dir.name, None):
+            continue
         if not student_dir.is_dir():
             problems.append(Problem(student_dir, "expected a folder per student, found a file"))
             continue
         for entry in sorted(p for p in student_dir.iterdir() if not p.name.startswith(".")):
+            if linked(entry, student_dir.name, entry.name if entry.name in known else owner.get(entry.name)):
+                continue
             if entry.is_dir():
                 if entry.name not in known:
                     problems.append(Problem(entry, f"unknown assignment '{entry.name}' "
-                                                   f"(known: {', '.join(sorted(known))})"))
+                                                   f"(known: {', '.join(sorted(known))})", student_dir.name))
                     continue
-                files = sorted(p for p in entry.rglob("*")
-                               if p.is_file() and ".ipynb_checkpoints" not in p.parts)
-                for f in files:
+                files = []
+                for dirpath, dirnames, filenames in os.walk(entry):  # never into a linked folder
+                    dirnames[:] = sorted(d for d in dirnames if d != ".ipynb_checkpoints"
+                                         and not linked(Path(dirpath) / d, student_dir.name, entry.name))
+                    files += [Path(dirpath) / n for n in sorted(filenames)]
+                for f in sorted(files):
+                    if linked(f, student_dir.name, entry.name):
+                        continue
                     if f.suffix != NB_EXT:
                         if f.name not in ("timestamp.txt", "submission_secret.txt"):  # nbgrader's own
                             problems.append(Problem(f, "not a notebook (.ipynb); skipped, the rest is graded"))
                         continue
                     nb, why = read_notebook(f)
                     if why:
-                        problems.append(Problem(f, why))
+                        problems.append(Problem(f, why, student_dir.name, entry.name))
                     elif f.name not in {p.name for p in source_notebooks(entry.name, root)}:
                         problems.append(Problem(f, f"assignment {entry.name} has no notebook named {f.name} "
-                                                   f"(expected {', '.join(p.name for p in source_notebooks(entry.name, root))})"))
+                                                   f"(expected {', '.join(p.name for p in source_notebooks(entry.name, root))})",
+                                                student_dir.name, entry.name))
                     else:
                         found.setdefault((student_dir.name, entry.name), []).append(f)
             elif entry.suffix == NB_EXT:
                 nb, why = read_notebook(entry)
                 if why:
-                    problems.append(Problem(entry, why))
+                    problems.append(Problem(entry, why, student_dir.name, owner.get(entry.name)))
                 elif entry.name not in owner:
                     problems.append(Problem(entry, "notebook of an unknown assignment (its name matches no "
-                                                   "notebook in source/)"))
+                                                   "notebook in source/)", student_dir.name))
                 else:
                     found.setdefault((student_dir.name, owner[entry.name]), []).append(entry)
             else:
                 problems.append(Problem(entry, "not a notebook (.ipynb); skipped"))
-    subs = [Submission(s, a, nbs) for (s, a), nbs in sorted(found.items())]
+    subs = [Submission(s, a, nbs, [f"linked file handed in: {w}" for w in links.get((s, a), [])])
+            for (s, a), nbs in sorted(found.items())]
     return subs, problems
 
 
@@ -472,9 +516,15 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
     todo: list[int] = []
     for i, sub in enumerate(subs):
         earlier = None if force else ledger.unchanged(sub)
+        died = None if force else ledger.died_on(sub)
         if earlier is not None:
             earlier.notes.append("unchanged since it was last graded: not graded again (--force regrades)")
             done[i] = earlier
+        elif died is not None:
+            why = (f"the grading process died while grading this submission (run started {died}); it is not "
+                   "graded again, so that it cannot stop the others: look at it, then `grade --force` retries it")
+            done[i] = Result(sub.student, sub.assignment, ok=False, error="not graded: " + why,
+                             flags=list(dict.fromkeys(sub.flags + [why])))
         else:
             todo.append(i)
     if done:
@@ -482,6 +532,7 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
               f"({len(todo)} to grade)", flush=True)
 
     def on_result(i: int, res: Result) -> None:
+        res.flags = list(dict.fromkeys(subs[i].flags + res.flags))
         done[i] = res
         ledger.record(subs[i], res)
         _injected_stop(len(done) - (len(subs) - len(todo)))
@@ -500,10 +551,15 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
         res = Result(sub.student, sub.assignment, ok=False)
         _stage(sub, workdir / "submitted" / sub.student / sub.assignment, workdir, res)
         t0 = time.perf_counter()
+        ledger.begin(sub)  # if this process dies now (a kill, the OOM killer), the rerun knows which one
+        _injected_death(sub.student)
         try:
             _grade_one(sandboxed_api, sub, workdir, res, limits, feedback)
         except Exception as err:  # noqa: BLE001 - one broken submission must not stop the rest
             res.ok, res.error = False, f"{type(err).__name__}: {err}"
+        except BaseException:  # Ctrl-C: the submission did not kill the grader
+            ledger.abandon(sub)
+            raise
         res.seconds = time.perf_counter() - t0
         if res.flags and progress:
             bar.write(f"flagged: {sub.student}/{sub.assignment}: {res.flags[0]}"
@@ -511,6 +567,13 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
         on_result(i, res)
     bar.close()
     return [done[i] for i in range(len(subs))]
+
+
+def _injected_death(student: str) -> None:
+    """Fault injection for the tests: ``COURSE_GRADING_DIE_ON=ann`` ends this process (as the OOM
+    killer would) while it grades ``ann``."""
+    if os.environ.get("COURSE_GRADING_DIE_ON") == student:
+        os._exit(137)
 
 
 def _injected_stop(graded_now: int) -> None:
@@ -545,6 +608,24 @@ class Ledger:
         for nb in sorted(sub.notebooks, key=lambda p: p.name):
             h.update(nb.name.encode() + b"\0" + nb.read_bytes() + b"\0")
         return h.hexdigest()
+
+    def begin(self, sub: Submission) -> None:
+        """Note that grading of ``sub`` starts (cleared when its result is recorded)."""
+        entry = self.data.setdefault(self.key(sub), {})
+        entry["attempt"] = {"hash": self.digest(sub), "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        _write_atomically(self.path, json.dumps(self.data, indent=1, default=str))
+
+    def abandon(self, sub: Submission) -> None:
+        entry = self.data.get(self.key(sub), {})
+        if entry.pop("attempt", None) is not None:
+            _write_atomically(self.path, json.dumps(self.data, indent=1, default=str))
+
+    def died_on(self, sub: Submission) -> str | None:
+        """When an earlier run began grading these very files and never recorded a result: its time."""
+        attempt = self.data.get(self.key(sub), {}).get("attempt")
+        if attempt and attempt.get("hash") == self.digest(sub):
+            return attempt.get("started", "?")
+        return None
 
     def unchanged(self, sub: Submission) -> "Result | None":
         entry = self.data.get(self.key(sub))
@@ -732,20 +813,52 @@ def _short_error(out: dict) -> str:
     return (lines[-1] if lines else text.strip().splitlines()[-1] if text.strip() else "unknown error")[:300]
 
 
-def write_csv(results: list[Result], dest_dir: Path) -> tuple[Path, Path]:
-    """``grades.csv`` (one row per student and assignment) and ``grades_by_question.csv``."""
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value) -> str:
+    """A CSV cell a spreadsheet will not run: text that begins like a formula (OWASP's list: ``=``,
+    ``+``, ``-``, ``@``, tab, carriage return) gets a leading apostrophe. Numbers the course writes
+    itself are left as they are."""
+    if isinstance(value, (int, float)):
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    text = str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+class SafeWriter:
+    """``csv.writer`` whose every text cell goes through :func:`csv_cell`: the one way the course
+    writes CSV."""
+
+    def __init__(self, f):
+        self._w = csv.writer(f)
+
+    def writerow(self, row) -> None:
+        self._w.writerow([csv_cell(v) for v in row])
+
+
+def write_csv(results: list[Result], dest_dir: Path, problems: list[Problem] = ()) -> tuple[Path, Path]:
+    """``grades.csv`` (one row per student and assignment, and one for each student whose files could
+    not be graded, with the reason) and ``grades_by_question.csv``."""
     dest_dir.mkdir(parents=True, exist_ok=True)
     totals, by_q = dest_dir / "grades.csv", dest_dir / "grades_by_question.csv"
+    graded = {(r.student, r.assignment) for r in results}
+    skipped: dict[tuple[str, str], list[str]] = {}
+    for p in problems:
+        if p.student and (p.student, p.assignment or "") not in graded and (p.student, p.assignment) not in graded:
+            skipped.setdefault((p.student, p.assignment or ""), []).append(f"{Path(p.path).name}: {p.message}")
     with (tmp_totals := totals.with_name(".grades.csv.tmp")).open("w", newline="") as f:
-        w = csv.writer(f)
+        w = SafeWriter(f)
         w.writerow(["student", "assignment", "status", "auto_score", "auto_max", "manual_pending",
                     "autograde_seconds", "confirm_seconds", "flags", "integrity"])
         for r in results:
             w.writerow([r.student, r.assignment, "graded" if r.ok else "error: " + r.error,
                         f"{r.auto_score:g}", f"{r.auto_max:g}", f"{r.manual_pending:g}", f"{r.seconds:.1f}",
                         f"{r.confirm_seconds:.1f}", " | ".join(r.flags), " | ".join(r.integrity)])
+        for (student, assignment), why in sorted(skipped.items()):
+            w.writerow([student, assignment, "not graded: " + " | ".join(why), "0", "", "", "", "", "", ""])
     with (tmp_by_q := by_q.with_name(".grades_by_question.csv.tmp")).open("w", newline="") as f:
-        w = csv.writer(f)
+        w = SafeWriter(f)
         w.writerow(["student", "assignment", "question", "kind", "score", "max_score"])
         for r in results:
             for q in r.questions:

@@ -30,7 +30,6 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -46,29 +45,15 @@ PIPELINE = ("Graded by the course's trusted pipeline, as `python -m autograder g
 
 def _submissions(course_root: Path, assignment: str, student: str | None):
     """The submissions of ``assignment`` (one student, or all) in the course folder's ``submitted/``,
-    checked by :func:`course.collect_submissions` (without reading the rest of the class)."""
+    checked by :func:`course.collect_submissions`, with the problems that concern them."""
     from . import course
 
-    submitted = course_root / "submitted"
-    if student:
-        students = [student]
-    else:
-        students = sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir()) if submitted.is_dir() else []
-    view = Path(tempfile.mkdtemp(prefix="formgrader-view-"))
-    try:
-        for s in students:
-            if (submitted / s / assignment).is_dir():
-                (view / s).mkdir()
-                # a link, so the pipeline grades the files in place (never copies or moves them)
-                (view / s / assignment).symlink_to(submitted / s / assignment, target_is_directory=True)
-        subs, problems = course.collect_submissions(view, root=REPO)
-        for sub in subs:
-            sub.notebooks = [nb.resolve() for nb in sub.notebooks]  # the files in submitted/ themselves
-        for p in problems:
-            p.path = submitted / p.path.relative_to(view)
-        return subs, problems
-    finally:
-        shutil.rmtree(view, ignore_errors=True)  # removes the links, not what they point to
+    def mine(s: str | None, a: str | None) -> bool:
+        return a == assignment and (student is None or s == student)
+
+    subs, problems = course.collect_submissions(course_root / "submitted", root=REPO)
+    return ([s for s in subs if mine(s.student, s.assignment)],
+            [p for p in problems if mine(getattr(p, "student", None), getattr(p, "assignment", None))])
 
 
 def _reusable(course_root: Path, sub):

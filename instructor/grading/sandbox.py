@@ -720,7 +720,7 @@ def sandboxed_execute_class():
             self._limits = Limits.from_env(os.environ.get("COURSE_SANDBOX_LIMITS"))
             self._deadline = time.monotonic() + float(os.environ.get("COURSE_SANDBOX_WALL", self._limits.wall_seconds))
             self._restarts, self._ran = 0, []
-            self._nb_used, self._cell_used, self._cut_cells = 0, 0, set()
+            self._nb_used, self._cell_used, self._cut_cells = 0, 0, {}
             self.course_flags = []
             type(self).last_flags = self.course_flags
             return super().preprocess(nb, resources, km)
@@ -740,9 +740,10 @@ def sandboxed_execute_class():
             decide whether a test cell failed."""
             content = msg.get("content") or {}
             size = _message_size(content)
-            if (self._cell_used + size > self._limits.output_bytes
-                    or self._nb_used + size > self._limits.notebook_output_bytes):
-                self._cut_cells.add(cell_index)
+            notebook_full = self._nb_used + size > self._limits.notebook_output_bytes
+            if notebook_full or self._cell_used + size > self._limits.output_bytes:
+                if notebook_full or cell_index not in self._cut_cells:
+                    self._cut_cells[cell_index] = "notebook" if notebook_full else "cell"
                 kind = msg.get("msg_type")
                 if kind == "error":
                     msg = {**msg, "content": _short_error_content(content)}
@@ -872,7 +873,7 @@ def sandboxed_execute_class():
                 used += size
                 kept.append(out)
             if cut:
-                notebook_full = self._nb_used + 4096 > self._limits.notebook_output_bytes
+                notebook_full = self._cut_cells.get(index) == "notebook"
                 why = (f"the notebook's outputs passed {self._limits.notebook_output_bytes >> 10} KiB" if notebook_full
                        else f"over {cap >> 10} KiB in this cell")
                 kept.append(new_output("stream", name="stdout", text=f"\n... output cut by the grader: {why} ...\n"))
