@@ -45,10 +45,10 @@ test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
 lab: setup
-	$(BIN)/python -m autograder.lab
+	$(BIN)/python -m autograder.lab $(LAB_ARGS)
 
 lab-instructor: setup
-	$(BIN)/python -m autograder.lab --instructor
+	$(BIN)/python -m autograder.lab --instructor $(LAB_ARGS)
 
 release: setup
 	$(BIN)/python -m autograder release

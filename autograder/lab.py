@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .cli import REPO
 
-__all__ = ["student_view", "student_env", "main"]
+__all__ = ["student_view", "student_env", "instructor_env", "main"]
 
 
 def student_view(postbuild: Path = REPO / "postBuild") -> tuple[list[str], list[str]]:
@@ -50,6 +50,30 @@ def student_env(config: Path, extra_lab_off: tuple[str, ...] = ()) -> dict:
     return env
 
 
+def instructor_env(config: Path) -> dict:
+    """Write a Jupyter config folder for the instructor view; return the environment that uses it.
+
+    Formgrader is served by ``instructor.grading.formgrader`` instead of nbgrader's own extension:
+    the same pages, with Autograde and Generate Feedback running the trusted grading pipeline
+    (sandbox, confirmation outside the kernel, lower verdict, flags). The repository goes on the
+    server's ``sys.path`` (a config file) so that it finds ``instructor/``; not on ``PYTHONPATH``,
+    which kernels would inherit.
+    """
+    config = Path(config)
+    (config / "jupyter_server_config.d").mkdir(parents=True, exist_ok=True)
+    (config / "jupyter_server_config.d" / "zz-course-instructor.json").write_text(json.dumps(
+        {"ServerApp": {"jpserver_extensions": {"nbgrader.server_extensions.formgrader": False,
+                                                "instructor.grading.formgrader": True}}}, indent=1))
+    (config / "jupyter_server_config.py").write_text(
+        "# written by autograder/lab.py: the trusted formgrader (instructor.grading.formgrader) lives here\n"
+        f"import sys\nif {str(REPO)!r} not in sys.path:\n    sys.path.insert(0, {str(REPO)!r})\n")
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env["JUPYTER_CONFIG_PATH"] = str(config) + (os.pathsep + env["JUPYTER_CONFIG_PATH"]
+                                                if env.get("JUPYTER_CONFIG_PATH") else "")
+    return env
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
     import tempfile
@@ -59,9 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--instructor", action="store_true", help="keep nbgrader's instructor panels")
     args, lab_args = parser.parse_known_args(argv)  # anything else goes to jupyter lab
     cmd = [str(Path(sys.executable).parent / "jupyter"), "lab", f"--ServerApp.root_dir={REPO}", *lab_args]
+    if os.geteuid() == 0 and not any(a.startswith(("--allow-root", "--ServerApp.allow_root")) for a in lab_args):
+        cmd.append("--allow-root")  # Jupyter refuses to start as root without it (containers, Binder-like hosts)
     if args.instructor:
-        env = dict(os.environ)
-        env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+        env = instructor_env(Path(tempfile.mkdtemp(prefix="course-instructor-view-")))
+        print("JupyterLab, instructor view: formgrader's Autograde and Generate Feedback run the trusted "
+              "grading pipeline (as python -m autograder grade does)", flush=True)
     else:
         env = student_env(Path(tempfile.mkdtemp(prefix="course-student-view-")))
         print("JupyterLab, student view (Assignments list and Validate; no instructor panels). "
