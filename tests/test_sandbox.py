@@ -269,3 +269,14 @@ def test_results_outside_the_limits_are_never_unpickled(tmp_path):
     torch.save([torch.zeros(1) for _ in range(sandbox.MAX_RECORDS + 1)], many)
     with pytest.raises(sandbox.ResultTooLarge, match="records"):
         sandbox.load_data(many)
+
+
+@needs_bwrap
+def test_the_report_names_the_identity_and_each_protection():
+    """``python -m instructor.grading.sandbox``: measured in a sandboxed process, not assumed."""
+    rep = sandbox.report(sandbox.Limits())
+    proc = rep["sandboxed process"]
+    assert rep["never root outside"] is True, rep
+    assert proc["host uid"] != 0 and proc["capabilities"] == "0000000000000000" and proc["no_new_privs"], proc
+    assert proc["/tmp MiB"] <= sandbox.Limits().disk_bytes >> 20
+    assert rep["disk bound"].startswith("a tmpfs") == (__import__("os").geteuid() == 0), rep["disk bound"]

@@ -887,8 +887,59 @@ def sandboxed_execute_class():
     return SandboxedExecute
 
 
+_PROBE = r"""
+import json, os
+st = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines() if ":" in l)
+inside, outside, _ = open("/proc/self/uid_map").read().split()[:3]
+closed = {}
+for p in ("/etc/shadow", "/root/.bashrc", "/root/.profile", "/proc/1/environ", "/etc/ssh/ssh_host_ed25519_key"):
+    try:
+        open(p, "rb").read(1)
+        closed[p] = "READABLE"
+    except OSError as err:
+        closed[p] = type(err).__name__
+vfs = os.statvfs("/tmp")
+print(json.dumps({"uid inside": os.getuid(), "host uid": int(outside) + os.getuid() - int(inside),
+                  "capabilities": st["CapEff"].strip(), "no_new_privs": st["NoNewPrivs"].strip() == "1",
+                  "root's files": closed, "/tmp MiB": vfs.f_blocks * vfs.f_frsize >> 20}))
+"""
+
+
+def report(limits: "Limits | None" = None) -> dict:
+    """What protects the grading host here, measured: the identity a sandboxed process has (inside and
+    on the host), what it can read of root's, and each limit and whether it is enforced."""
+    limits = limits or Limits.from_config()
+    st = status()
+    out = {"bubblewrap": st["bwrap"], "why not": st["why"] or None, "grader is root": os.geteuid() == 0,
+           "memory and processes": f"cgroup {st['cgroup']}" if st["cgroup"] else "rlimits (per process)",
+           "limits": {"memory MiB": limits.memory_bytes >> 20, "processes": limits.processes,
+                      "disk MiB per submission": limits.disk_bytes >> 20, "file MiB": limits.file_bytes >> 20,
+                      "outputs KiB per cell / per notebook": [limits.output_bytes >> 10,
+                                                              limits.notebook_output_bytes >> 10],
+                      "result MiB": limits.result_bytes >> 20, "wall s": limits.wall_seconds}}
+    with Workspace(limits, prefix="sandbox-report-") as space:
+        out["disk bound"] = ("a tmpfs per submission" if os.path.ismount(space) else
+                             "none on the host (not root): per-file limit only; /tmp inside is a sized tmpfs")
+        if st["bwrap"]:
+            (space / "run").mkdir()
+            (space / "run" / "probe.py").write_text(_PROBE)
+            uid = sandbox_uid(limits) if drops_privileges() else None
+            if uid is not None:
+                give_to(space / "run", uid)
+            r = subprocess.run(bwrap_argv(space / "run", [python(), "probe.py"], uid=uid, tmp_bytes=limits.disk_bytes),
+                               capture_output=True, text=True, timeout=60)
+            try:
+                out["sandboxed process"] = json.loads(r.stdout.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                out["sandboxed process"] = {"error": (r.stderr or r.stdout)[-300:]}
+    sp = out.get("sandboxed process", {})
+    out["never root outside"] = bool(sp) and sp.get("host uid", 0) != 0 and \
+        all(v != "READABLE" for v in sp.get("root's files", {"?": "READABLE"}).values())
+    return out
+
+
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "kernel":
         kernel_main(sys.argv[2])
     else:
-        print(json.dumps(status(), indent=1))
+        print(json.dumps(report(), indent=1))
