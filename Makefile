@@ -10,7 +10,7 @@ export PYTHONHASHSEED := 0
 .PHONY: help setup demo test test-fast lab lab-instructor release selfgrade lock train screenshots clean bench bench-grading sandbox-check
 
 help:
-	@echo "make demo       set up, release, autograde the sample submissions, print the grade table"
+	@echo "make demo       set up, release and autograde 4 sample submissions, print the grade table (DEMO_ARGS=--full: all)"
 	@echo "make test       set up, then run the whole test suite (what CI runs)"
 	@echo "make lab        JupyterLab on the course, student view (Assignments, Validate)"
 	@echo "make lab-instructor   JupyterLab with nbgrader's instructor panels (formgrader)"
@@ -36,7 +36,7 @@ sandbox-check:
 	@command -v bwrap >/dev/null 2>&1 || echo "WARNING: bubblewrap (bwrap) is not installed: grading will run submissions WITHOUT the sandbox (apt-get install bubblewrap)" >&2
 
 demo: setup
-	$(BIN)/python -m autograder demo
+	$(BIN)/python -m autograder demo $(DEMO_ARGS)
 
 test: setup
 	$(BIN)/python -m pytest -q

@@ -173,10 +173,35 @@ def cmd_selfgrade(args) -> int:
     return 0 if res.auto_score == res.auto_max else 1
 
 
-def cmd_demo(args) -> int:
-    """Release, autograde the bundled sample submissions, print the grade table."""
-    from .samples import materialize_samples
+#: The short demo: a handful of submissions that show the whole lifecycle (``demo --full``: every sample).
+DEMO = [
+    ("samples", "03_yolo_head", "cat_style", "full marks: the decoding head fixed with torch.cat"),
+    ("samples", "03_yolo_head", "detach_fix", "a silent-wrong fix (decode on p.detach()): no error, no gradient: caught"),
+    ("samples", "00_orientation", "ben", "partial credit, with the judge's messages in the feedback"),
+    ("hostile", "00_orientation", "patch_checks", "cheating: patches the checks so every test in its kernel "
+                                                  "passes: flagged, keeps what the outside check gives"),
+]
 
+
+def _demo_submissions(incoming: Path, full: bool, students: list[str] | None) -> int:
+    import nbformat
+
+    from .samples import materialize_samples, parse_sample, build_notebook
+
+    if full or students:
+        return materialize_samples(incoming, students=students)
+    for folder, assignment, student, why in DEMO:
+        sample = parse_sample(REPO / "tests" / folder / assignment / f"{student}.py")
+        name, nb = build_notebook(sample)
+        dest = incoming / student / assignment
+        dest.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, dest / name)
+        print(f"  {student}/{assignment}: {why} (expected {sample.expect_auto:g})")
+    return len(DEMO)
+
+
+def cmd_demo(args) -> int:
+    """Release, autograde a handful of sample submissions (``--full``: all of them), print the grade table."""
     t0 = time.perf_counter()
     workdir = Path(args.workdir).resolve()
     marker = workdir / ".course-demo"
@@ -188,16 +213,18 @@ def cmd_demo(args) -> int:
         shutil.rmtree(workdir)  # only ever a previous demo's own folder
     workdir.mkdir(parents=True, exist_ok=True)
     marker.write_text("made by python -m autograder demo; deleted and rebuilt by the next demo\n")
-    print("== 1/3 release: regenerating release/ from source/ with nbgrader")
-    cmd_release(argparse.Namespace(assignments=None))
-    incoming = workdir / "incoming"
-    print(f"== 2/3 sample submissions -> {incoming}")
-    n = materialize_samples(incoming, students=args.students)
-    print(f"{n} sample notebook(s)")
-    print("== 3/3 autograding with nbgrader")
+    incoming, course_dir = workdir / "incoming", workdir / "course"
+    print(f"== 1/3 submissions: {'every sample' if args.full else 'a handful of samples'} -> {incoming}")
+    n = _demo_submissions(incoming, args.full, args.students)
+    print(f"{n} notebook(s); `demo --full` grades all {sum(1 for _ in (REPO / 'tests' / 'samples').glob('*/*.py'))} samples")
     subs, problems = course.collect_submissions(incoming)
-    status = _grade_and_report(subs, problems, workdir / "course", workdir, jobs=args.jobs or (os.cpu_count() or 1))
-    print(f"demo finished in {time.perf_counter() - t0:.0f} s")
+    names = sorted({s.assignment for s in subs})
+    print(f"== 2/3 release: nbgrader generate_assignment {' '.join(names)} in {course_dir} "
+          "(the repository's release/ is not touched)")
+    print("== 3/3 autograding: sandbox, confirmation outside the kernel, lower verdict, feedback")
+    status = _grade_and_report(subs, problems, course_dir, workdir, jobs=args.jobs or (os.cpu_count() or 1))
+    print(f"demo finished in {time.perf_counter() - t0:.0f} s; open the feedback in a browser, or "
+          f"formgrader on {course_dir} (make lab-instructor)")
     return status
 
 
@@ -237,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="release + autograde the bundled sample submissions")
     p.add_argument("--workdir", default=str(REPO / "grading"), help="where to grade (default: grading/)")
     p.add_argument("--students", nargs="*", help="only these sample students")
+    p.add_argument("--full", action="store_true", help="grade every sample submission (minutes)")
     p.add_argument("--jobs", "-j", type=int, default=None, help="submissions at once (default: the number of cores)")
     p.set_defaults(func=cmd_demo)
     return parser
