@@ -46,3 +46,30 @@ c.Sandbox.cpu_seconds = 900
 c.Sandbox.wall_minutes = 15
 c.Sandbox.case_seconds = 60
 c.Sandbox.output_bytes = 1048576
+# The grading host: outputs per notebook, everything one submission writes (a tmpfs when grading as
+# root), the confirmation's result files unpacked, and the first host uid the sandbox runs as.
+c.Sandbox.notebook_output_bytes = 8388608
+c.Sandbox.disk_mb = 512
+c.Sandbox.result_mb = 64
+c.Sandbox.host_uid = 61000
+
+# No live student HTML/JavaScript in the pages that show a submission. Formgrader renders the
+# autograded notebook with nbconvert's HTMLExporter inside the instructor's authenticated Jupyter
+# server, so a student's <script> (or <img onerror>, a javascript: link, an application/javascript
+# output, raw HTML in a markdown cell) would run as the instructor; generate_feedback's page is the
+# same template. Every HTMLExporter nbgrader makes from this file (formgrader's, generate_feedback's)
+# therefore first makes the notebook inert (instructor/grading/sanitize.py: InertNotebook), even a
+# notebook that never went through `python -m autograder grade`, and sanitizes the HTML outputs in
+# the template (sanitize_html) with the course's allow-list (clean_html: nbconvert's own list would
+# print tables and embedded plots as escaped text). The grading pipeline sets the same in
+# instructor/grading/course.py:sandboxed_config. A formgrader started elsewhere without the
+# repository fails to render (ImportError) rather than render a submission unsanitized.
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+if (Path(__file__).resolve().parent / "instructor" / "grading" / "sanitize.py").is_file() and \
+        str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # a Jupyter server does not have the repo on its path
+c.HTMLExporter.preprocessors = ["instructor.grading.sanitize.InertNotebook"]
+c.HTMLExporter.sanitize_html = True
+c.HTMLExporter.filters = {"clean_html": "instructor.grading.sanitize.clean_html"}

@@ -74,6 +74,23 @@ def instructor_env(config: Path) -> dict:
     return env
 
 
+def prepare_workspace(root: Path = REPO) -> tuple[Path, list[Path]]:
+    """The student's own copies: ``workspace/<assignment>/<notebook>.ipynb`` (nbgrader's student
+    layout), copied from ``release/`` only where missing. No course command writes into
+    ``workspace/`` over a file that is there: answers written in it are never overwritten."""
+    import shutil
+
+    ws = Path(root) / "workspace"
+    made = []
+    for nb in sorted((Path(root) / "release").glob("*/*.ipynb")):
+        dest = ws / nb.parent.name / nb.name
+        if not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(nb, dest)
+            made.append(dest)
+    return ws, made
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
     import tempfile
@@ -91,8 +108,11 @@ def main(argv: list[str] | None = None) -> int:
               "grading pipeline (as python -m autograder grade does)", flush=True)
     else:
         env = student_env(Path(tempfile.mkdtemp(prefix="course-student-view-")))
+        ws, made = prepare_workspace()
         print("JupyterLab, student view (Assignments list and Validate; no instructor panels). "
               "Instructors: make lab-instructor", flush=True)
+        print(f"Your notebooks: {ws.relative_to(REPO)}/<assignment>/ ({len(made)} new copies from release/); "
+              "work there: no course command overwrites them.", flush=True)
     os.chdir(REPO)  # Validate reads nbgrader_config.py from the server's working folder
     os.execvpe(cmd[0], cmd, env)
 

@@ -91,18 +91,26 @@ def sandboxed_config(root: Path):
                                         OverwriteCells, OverwriteKernelspec, SaveAutoGrades)
 
     from .sandbox import sandboxed_execute_class
+    from .sanitize import InertNotebook, clean_html
 
     config = load_config(root)
     _canonicalize_preprocessor().course_root = Path(root).resolve()
+    # No live student HTML/JavaScript (:mod:`.sanitize`): markdown made inert before execution (so a
+    # worker's notebook and the recorder's have the same sources), outputs right after it; the
+    # autograded notebook on disk is inert.
     config.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, _canonicalize_preprocessor(),
-                                               OverwriteCells, CheckCellMetadata]
+                                               OverwriteCells, InertNotebook, CheckCellMetadata]
     config.Autograde.autograde_preprocessors = [sandboxed_execute_class(), IgnorePattern, ClearMetadataPreprocessor,
-                                                LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
-    # Feedback shows what failed and why (the cells' outputs), never the hidden part of a test cell.
+                                                LimitOutput, InertNotebook, SaveAutoGrades, AssignLatePenalties,
+                                                CheckCellMetadata]
+    # Feedback shows what failed and why (the cells' outputs), never the hidden part of a test cell,
+    # and nothing that runs in the student's browser: inert again, and the template's HTML sanitized.
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 
-    config.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, ClearHiddenTests]
+    config.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, ClearHiddenTests, InertNotebook]
+    config.HTMLExporter.sanitize_html = True
+    config.HTMLExporter.filters = {**dict(config.HTMLExporter.get("filters", {})), "clean_html": clean_html}
     return config
 
 
@@ -272,10 +280,47 @@ def release(names: list[str] | None = None, root: Path = REPO) -> list[Path]:
                    f"nbgrader generate_assignment {name}")
             dest = Path(root) / "release" / name
             if dest.exists():
+                keep_student_changes(dest, work / "release" / name, root)
                 shutil.rmtree(dest)
             shutil.copytree(work / "release" / name, dest)
             written += sorted(dest.glob("*" + NB_EXT))
     return written
+
+
+def _committed(path: Path, root: Path) -> bytes | None:
+    """The bytes git has for ``path`` at HEAD (None: no git, or not tracked)."""
+    import subprocess
+
+    try:
+        rel = Path(path).resolve().relative_to(Path(root).resolve())
+        out = subprocess.run(["git", "-C", str(root), "show", f"HEAD:{rel.as_posix()}"], capture_output=True, timeout=30)
+    except (ValueError, OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def keep_student_changes(old_release: Path, new_release: Path, root: Path = REPO) -> list[Path]:
+    """Before ``release/<assignment>/`` is replaced: a notebook there that someone changed (a student
+    who filled it in where the release lives) is copied to ``workspace/<assignment>/`` first — never
+    lost. Changed means: not what git committed and not what the new release holds. Returns the copies."""
+    kept = []
+    for nb in sorted(Path(old_release).glob("*" + NB_EXT)):
+        data = nb.read_bytes()
+        fresh = Path(new_release) / nb.name
+        if fresh.is_file() and fresh.read_bytes() == data:
+            continue
+        if _committed(nb, root) == data:
+            continue
+        dest_dir = Path(root) / "workspace" / Path(old_release).name
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        dest = dest_dir / nb.name
+        if dest.exists():
+            dest = dest_dir / f"{nb.stem}-from-release-{time.strftime('%Y%m%d-%H%M%S')}{NB_EXT}"
+        shutil.copy2(nb, dest)
+        kept.append(dest)
+        print(f"note: {nb} had changes of its own (your answers?): kept as {dest} before release/ was regenerated",
+              file=sys.stderr, flush=True)
+    return kept
 
 
 # --------------------------------------------------------------------------- submissions

@@ -17,7 +17,9 @@ A sample is a small text file ``tests/samples/<assignment>/<student>.py``::
 
 Hostile samples (``tests/hostile/``) also use ``# %% metadata: ID`` (JSON merged into that cell's
 nbgrader metadata), ``# %% after: ID`` (a new cell of the student's own after that cell),
-``# %% first:`` (a new first cell), ``# %% notebook-metadata:`` (JSON merged into the notebook's
+``# %% first:`` (a new first cell), ``# %% markdown-after: ID`` (a markdown cell of the student's own
+after that cell), ``# %% attachments:`` (JSON: the attachments of the markdown cell just added),
+``# %% notebook-metadata:`` (JSON merged into the notebook's
 metadata), ``# %% extra-cells: N`` (N copies of a cell appended), ``# flag: TEXT`` (grading must
 flag the submission with a reason containing TEXT) and ``# base: 00_orientation/ada`` (a sample of
 ``tests/samples/``).
@@ -47,7 +49,7 @@ import nbformat
 from .course import REPO, source_notebooks
 
 SAMPLES = REPO / "tests" / "samples"
-_BLOCK = re.compile(r"^# %% (solution|answer|delete|metadata|after|first|notebook-metadata|extra-cells): *([\w-]*) *$", re.M)
+_BLOCK = re.compile(r"^# %% (solution|answer|delete|metadata|after|markdown-after|attachments|first|notebook-metadata|extra-cells): *([\w-]*) *$", re.M)
 
 __all__ = ["Sample", "load_samples", "build_notebook", "materialize_samples"]
 
@@ -114,7 +116,13 @@ def build_notebook(sample: Sample) -> tuple[str, nbformat.NotebookNode]:
     release_nb = REPO / "release" / sample.assignment / src.name
     nb = nbformat.read(release_nb, as_version=4)
     by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
+    added_markdown = None
     for kind, grade_id, text in sample.blocks:
+        if kind == "attachments":
+            if added_markdown is None:
+                raise ValueError(f"{sample.path}: '# %% attachments:' must follow a '# %% markdown-after:' block")
+            added_markdown.attachments = json.loads(text)
+            continue
         if kind == "notebook-metadata":
             nb.metadata.update(json.loads(text))
             continue
@@ -133,6 +141,9 @@ def build_notebook(sample: Sample) -> tuple[str, nbformat.NotebookNode]:
             cell.metadata.setdefault("nbgrader", {}).update(json.loads(text))
         elif kind == "after":
             nb.cells.insert(nb.cells.index(cell) + 1, nbformat.v4.new_code_cell(text))
+        elif kind == "markdown-after":
+            added_markdown = nbformat.v4.new_markdown_cell(text)
+            nb.cells.insert(nb.cells.index(cell) + 1, added_markdown)
         else:
             cell.source = text
     return src.name, nb

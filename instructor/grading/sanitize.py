@@ -1,0 +1,312 @@
+"""No live student HTML or JavaScript: a student's notebook made inert before anyone's browser shows it.
+
+A submitted notebook reaches two browsers as HTML: the student's own feedback page
+(``generate_feedback``) and formgrader's page for the submission, which runs inside the instructor's
+authenticated Jupyter server (a ``<script>`` there can do anything the instructor can). nbgrader and
+nbconvert's templates put a notebook's ``text/html`` outputs, ``application/javascript`` outputs and
+the HTML inside markdown cells into those pages as they are. This module guards both:
+
+* :func:`clean_html` — an allow-list sanitizer (bleach, the library nbconvert's own ``sanitize_html``
+  uses, with a wider list than nbconvert's ``clean_html`` so that tables, headings and embedded images
+  survive): formatting, tables and ``<img>`` whose source is a ``data:image/...`` URI; no scripts,
+  event handlers, ``javascript:`` links, ``<iframe>``/``<object>``/``<svg>``/``<meta>``/``<style>``,
+  no attribute that loads anything from the network. :func:`is_inert` is its checker: a spec-compliant
+  parse (html5lib, bleach's parser) of what a browser will build, every element and attribute held to
+  the same list.
+* :class:`InertNotebook` — an nbconvert preprocessor (for nbgrader's converters and nbconvert's
+  exporters). Outputs: ``text/html`` cleaned, ``text/markdown`` made inert, images kept (a
+  matplotlib plot is ``image/png``), a scripted SVG
+  dropped, and every other mimetype (``application/javascript``, widget views, anything unknown)
+  dropped, ``text/plain`` kept or put in its place; output metadata that makes the page load a URL
+  (``filenames``) dropped. Markdown cells and ``text/markdown`` outputs: rendered exactly as nbconvert
+  renders them and checked; markdown that renders inert is left byte for byte as written, otherwise its
+  raw HTML is escaped, and if even that does not render inert, the cell is shown as text (a code
+  block). Attachments: only PNG/JPEG/GIF/WebP images stay. Saved widget state (notebook metadata,
+  which a widget manager would render) goes.
+
+Where it is wired (:func:`.course.sandboxed_config` and ``nbgrader_config.py``): the autograded
+notebook nbgrader writes is inert already (in autograde's sanitize phase for markdown, so a worker's
+and the recorder's notebooks stay identical, and after execution for outputs); ``generate_feedback``
+runs it again with ``HTMLExporter.sanitize_html`` on and this module's :func:`clean_html` as the
+template's ``clean_html`` filter; formgrader's exporter gets the same from ``nbgrader_config.py``, so a
+notebook that never went through this pipeline is made inert when formgrader renders it.
+``tests/test_sanitize.py`` tests the pieces; ``tests/test_inert_html.py`` opens the real pages in
+Chromium with the hostile sample ``tests/hostile/00_orientation/html_payloads.py``.
+"""
+from __future__ import annotations
+
+import html as _html
+import re
+
+import bleach
+from bleach._vendor import html5lib  # the parser bleach itself uses (html5lib, pinned with bleach)
+from bleach.css_sanitizer import CSSSanitizer
+from nbconvert.preprocessors import Preprocessor
+from traitlets import Bool
+
+__all__ = ["ALLOWED_TAGS", "clean_html", "is_inert", "inert_markdown", "inert_output", "InertNotebook"]
+
+ALLOWED_TAGS = frozenset({
+    "a", "abbr", "acronym", "b", "blockquote", "br", "caption", "cite", "code", "col", "colgroup", "dd",
+    "del", "details", "dfn", "div", "dl", "dt", "em", "figcaption", "figure", "h1", "h2", "h3", "h4", "h5",
+    "h6", "hr", "i", "img", "input", "ins", "kbd", "li", "mark", "ol", "p", "pre", "q", "s", "samp",
+    "small", "span", "strike", "strong", "sub", "summary", "sup", "table", "tbody", "td", "tfoot", "th",
+    "thead", "tr", "tt", "u", "ul", "var",
+})
+#: Image types kept as ``data:`` URIs in ``<img>`` and as attachments. SVG only in ``<img>``: an SVG
+#: loaded as an image runs no script and loads nothing.
+RASTER = ("image/png", "image/jpeg", "image/gif", "image/webp")
+_IMG_DATA = re.compile(r"data:image/(png|jpeg|jpg|gif|webp|svg\+xml)[;,]")
+_SAFE_SCHEMES = ("http", "https", "mailto")
+_SCHEME = re.compile(r"([a-z][a-z0-9+.\-]*):")
+_CONTROL = re.compile(r"[\x00-\x20\x7f]+")
+_NUMBER = re.compile(r"\d{1,5}%?")
+_STYLE = re.compile(r"\s*(text-align\s*:\s*(left|right|center|justify)\s*;?\s*)*", re.I)
+_HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
+_ALIGNABLE = {"p", "div", "table", "tr", "td", "th", "thead", "tbody", "tfoot", "col", "colgroup", "img",
+              "caption"} | _HEADINGS
+
+
+def _normalized_url(value: str) -> str:
+    # what a browser's URL parser sees, as strictly as possible: entities decoded, control
+    # characters and spaces gone anywhere ("java\tscript:" is "javascript:"), lower case
+    return _CONTROL.sub("", _html.unescape(value)).lower()
+
+
+def _safe_href(value: str) -> bool:
+    url = _normalized_url(value)
+    m = _SCHEME.match(url)
+    return m is None or m.group(1) in _SAFE_SCHEMES  # no scheme: a relative link, needs a click
+
+
+def _safe_img_src(value: str) -> bool:
+    return bool(_IMG_DATA.match(_normalized_url(value)))  # never a URL: nothing loads from anywhere
+
+
+def _allow_attribute(tag: str, name: str, value: str) -> bool:
+    """The attribute allow-list, shared by :func:`clean_html` (bleach) and :func:`is_inert`."""
+    name = name.lower()
+    if name in ("class", "title"):
+        return True
+    if name == "align":
+        return tag in _ALIGNABLE
+    if tag == "a":
+        return name == "href" and _safe_href(value)
+    if tag == "img":
+        if name == "src":
+            return _safe_img_src(value)
+        return name == "alt" or (name in ("width", "height") and bool(_NUMBER.fullmatch(value.strip())))
+    if tag in _HEADINGS:
+        return name == "id"  # nbconvert's heading anchors
+    if tag in ("td", "th"):
+        return (name in ("colspan", "rowspan") and bool(_NUMBER.fullmatch(value.strip()))) or (
+            name == "style" and bool(_STYLE.fullmatch(value)))  # markdown tables' column alignment
+    if tag == "table":
+        return name == "border" and bool(_NUMBER.fullmatch(value.strip()))  # pandas' border="1"
+    if tag in ("col", "colgroup"):
+        return name == "span" and bool(_NUMBER.fullmatch(value.strip()))
+    if tag == "ol":
+        return name == "start" and bool(_NUMBER.fullmatch(value.strip()))
+    if tag == "input":  # markdown task lists: a disabled checkbox
+        return (name == "type" and value.strip().lower() == "checkbox") or name in ("checked", "disabled")
+    return False
+
+
+# Elements dropped with their content before bleach runs (bleach would keep their text: a page full
+# of CSS and script source). Only cosmetic: bleach below is what makes the HTML safe.
+_WITH_CONTENT = re.compile(
+    r"<(script|style|template|noscript|iframe|object|embed|noembed|noframes|xmp|textarea|title|svg|math)\b"
+    r"[^>]*>.*?</\1\s*>", re.I | re.S)
+_CLEANER = bleach.Cleaner(tags=ALLOWED_TAGS, attributes=_allow_attribute, protocols=set(_SAFE_SCHEMES) | {"data"},
+                          strip=True, strip_comments=True,
+                          css_sanitizer=CSSSanitizer(allowed_css_properties=["text-align"]))
+
+
+def clean_html(html) -> str:
+    """``html`` with only allow-listed elements and attributes (see :func:`_allow_attribute`).
+
+    Also the ``clean_html`` filter of nbconvert's templates (``HTMLExporter.filters``), used when
+    ``HTMLExporter.sanitize_html`` is on."""
+    html = html.decode() if isinstance(html, bytes) else str(html)
+    return _CLEANER.clean(_WITH_CONTENT.sub("", html))
+
+
+def is_inert(html: str) -> bool:
+    """Whether ``html``, parsed as a browser parses it, holds only allow-listed elements and attributes."""
+    root = html5lib.parseFragment(html, treebuilder="etree", namespaceHTMLElements=False)
+    for element in root.iter():
+        if element is root or not isinstance(element.tag, str):  # the fragment itself; comments
+            continue
+        if element.tag not in ALLOWED_TAGS:  # "{http://www.w3.org/2000/svg}svg" too
+            return False
+        for name, value in element.attrib.items():
+            if not (isinstance(name, str) and _allow_attribute(element.tag, name, value)):
+                return False
+    return True
+
+
+# --------------------------------------------------------------------------- markdown
+
+def render_markdown(source: str, attachments: dict | None = None) -> str:
+    """Markdown to HTML exactly as ``HTMLExporter.markdown2html`` does with its default settings."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    renderer = IPythonRenderer(escape=False, attachments=attachments or {}, embed_images=False, path="",
+                               anchor_link_text="¶", exclude_anchor_links=False)
+    return MarkdownWithMath(renderer=renderer).render(source)
+
+
+def _renders_inert(source: str, attachments: dict | None) -> bool:
+    try:
+        return is_inert(render_markdown(source, attachments))
+    except Exception:  # noqa: BLE001 - e.g. a missing attachment: nbconvert would fail the whole page
+        return False
+
+
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+# kept as written: code spans and inline math (the renderer escapes their text itself)
+_INLINE = re.compile(r"(?P<code>(?P<ticks>`+).+?(?<!`)(?P=ticks)(?!`)|\$\$.+?\$\$|\$[^$\n]+?\$)|<(?=[A-Za-z/!?])")
+
+
+def _escape_raw_html(source: str) -> str:
+    """Every ``<`` that could open a tag, comment or declaration written ``&lt;``, outside code."""
+    out, fence = [], None
+    for line in source.splitlines(keepends=True):
+        m = _FENCE.match(line)
+        if fence:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line[m.end():].strip():
+                fence = None
+            out.append(line)
+        elif m:
+            fence = m.group(1)
+            out.append(line)
+        else:
+            out.append(_INLINE.sub(lambda k: k.group(0) if k.group("code") else "&lt;", line))
+    return "".join(out)
+
+
+_AS_TEXT_NOTE = "*(shown as text by the grader: this markdown held HTML that could run in a browser)*"
+_REMOVED = "*(removed by the grader: this markdown held HTML that could run in a browser)*"
+
+
+def inert_markdown(source: str, attachments: dict | None = None) -> str:
+    """``source`` if it renders inert (unchanged, byte for byte); else with its raw HTML escaped;
+    else the whole text as a code block; else a note."""
+    source = source if isinstance(source, str) else "".join(source)
+    if _renders_inert(source, attachments):
+        return source
+    escaped = _escape_raw_html(source)
+    if _renders_inert(escaped, attachments):
+        return escaped
+    fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", source)), default=0))
+    as_text = f"{_AS_TEXT_NOTE}\n\n{fence}\n{source}\n{fence}\n"
+    return as_text if _renders_inert(as_text, None) else _REMOVED
+
+
+def inert_attachments(attachments: dict) -> dict:
+    """Only PNG/JPEG/GIF/WebP images, as base64 text."""
+    kept = {}
+    for name, bundle in (attachments or {}).items():
+        if isinstance(bundle, dict):
+            images = {m: v for m, v in bundle.items() if m in RASTER and _is_base64(v)}
+            if images:
+                kept[name] = images
+    return kept
+
+
+# --------------------------------------------------------------------------- outputs
+
+_B64 = re.compile(r"[A-Za-z0-9+/=\s]*")
+# An SVG is kept only when nothing in it can run or load: nbconvert shows it as <img>, JupyterLab
+# may inline it.
+_SVG_ACTIVE = re.compile(
+    r"<\s*(script|foreignobject|iframe|object|embed|handler|listener|set|animate\w*|a)\b|\bon[a-z]+\s*="
+    r"|javascript:|<!entity|\bhref\s*=\s*(?![\"']?(#|data:image/(png|jpeg|gif);))"
+    r"|url\s*\(\s*(?![\"']?#)|@import", re.I)
+_OUTPUT_KEYS = {"display_data": ("output_type", "data", "metadata"),
+                "execute_result": ("output_type", "data", "metadata", "execution_count"),
+                "stream": ("output_type", "name", "text"),
+                "error": ("output_type", "ename", "evalue", "traceback")}
+# not "isolated" (an <iframe> of the HTML) nor "filenames" (the page would load them)
+_META_KEYS = {"width", "height", "needs_background", "unconfined", "alt"}
+
+
+def _is_base64(value) -> bool:
+    return isinstance(value, str) and bool(_B64.fullmatch(value))
+
+
+def _text(value) -> str | None:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "".join(value)
+    return value if isinstance(value, str) else None
+
+
+def svg_is_static(svg: str) -> bool:
+    return isinstance(svg, str) and not _SVG_ACTIVE.search(svg)
+
+
+def inert_output(output):
+    """The output made inert in place (returned), or None when it should go."""
+    kind = output.get("output_type")
+    if kind not in _OUTPUT_KEYS:
+        return None
+    for key in [k for k in output if k not in _OUTPUT_KEYS[kind]]:
+        del output[key]
+    if kind not in ("display_data", "execute_result"):
+        return output
+    data, dropped = {}, []
+    for mime, value in dict(output.get("data", {})).items():
+        text = _text(value)
+        if mime in RASTER and _is_base64(text):
+            data[mime] = text
+        elif mime in ("text/plain", "text/latex") and text is not None:
+            data[mime] = text
+        elif mime == "application/json" and isinstance(value, (dict, list)):
+            data[mime] = value
+        elif mime == "text/html" and text is not None:
+            data[mime] = clean_html(text)
+        elif mime == "text/markdown" and text is not None:
+            data[mime] = inert_markdown(text)
+        elif mime == "image/svg+xml" and svg_is_static(text):
+            data[mime] = text
+        else:
+            dropped.append(mime)
+    if dropped and "text/plain" not in data:
+        data["text/plain"] = f"[output removed by the grader: {', '.join(sorted(dropped))}]"
+    output["data"] = data
+    meta = output.get("metadata", {})
+    output["metadata"] = {m: {k: v for k, v in md.items() if k in _META_KEYS and isinstance(v, (bool, int, float, str))}
+                          for m, md in (meta.items() if isinstance(meta, dict) else [])
+                          if m in data and isinstance(md, dict)}
+    return output
+
+
+class InertNotebook(Preprocessor):
+    """Make a notebook inert: no student HTML or JavaScript that a browser would run (module docstring).
+
+    An nbconvert preprocessor, on by default (nbgrader registers its converters' preprocessors without
+    enabling them). Idempotent: what is inert is left as it is, so running it twice (autograde, then
+    feedback or formgrader) changes nothing the second time."""
+
+    enabled = Bool(True, help="Make notebooks inert (turning this off lets student HTML run).").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        nb.metadata.pop("widgets", None)
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "markdown":
+            if "attachments" in cell:
+                kept = inert_attachments(cell.attachments)
+                if kept != cell.attachments:
+                    cell.attachments = kept
+            source = inert_markdown(cell.source, cell.get("attachments"))
+            if source != cell.source:
+                self.log.warning("cell %s: markdown with active HTML made inert", index)
+                cell.source = source
+        elif cell.cell_type == "raw":
+            if not is_inert(cell.source):
+                cell.source = clean_html(cell.source)
+        elif cell.cell_type == "code":
+            cell.outputs = [o for o in (inert_output(out) for out in cell.get("outputs", [])) if o is not None]
+        return cell, resources
