@@ -171,6 +171,17 @@ def test_read_error_cases_span_the_input_space():
     assert {c.get("as") for c in cases} >= {"text", "exception"} and any(c["kind"] == "live" for c in cases)
 
 
+def test_the_notebook_shows_live_the_message_forms_the_hidden_cases_use(notebook_ns):
+    """The two forms the task names (issue 20): no 'torch.' prefix, an empty shape; both made live in the
+    notebook (the visible test reads them) and both drawn by the hidden cases."""
+    bf16, scalar = (a01.match_version_error(notebook_ns[k]) for k in ("bf16_err", "scalar_err"))
+    assert bf16["tensor_type"] == "CPUBFloat16Type" and bf16["shape"] == (12,)
+    assert scalar["tensor_type"] == "torch.FloatTensor" and scalar["shape"] == ()
+    truths = [a01.match_version_error(a01.provoke(c["spec"])[0] if c["kind"] == "live" else c["message"])
+              for c in a01.ReadErrorMessage().cases()]
+    assert any(not t["tensor_type"].startswith("torch.") for t in truths) and any(t["shape"] == () for t in truths)
+
+
 def test_gpu_grader_adds_cuda_cases(monkeypatch):
     configs = [(torch.device("cpu"), torch.float64), (torch.device("cpu"), torch.float32),
                (torch.device("cuda"), torch.float32), (torch.device("cuda"), torch.float16)]

@@ -373,7 +373,10 @@ def test_attack_check_accepts_pgd():
     (ATTACK.replace("def attack(", "def _pgd(") + "def attack(m, x, eps, steps):\n    return x + _pgd(m, x, eps, steps)\n",
      "budget"),
     (ATTACK.replace("return delta.detach()", "image.add_(delta); return delta.detach()"), "changed the image"),
-    (ATTACK.replace("range(steps)", "range(10)"), "gradient step"),
+    (ATTACK.replace("range(steps)", "range(10)"), "gradient(s) with respect to the image"),
+    (ATTACK.replace("(grad,) = torch.autograd.grad(best, delta)",
+                    "(grad,) = torch.autograd.grad(best, delta, retain_graph=True)\n"
+                    "        torch.autograd.grad(best, delta)"), "took 20 gradient(s) with respect to the image"),
     (ATTACK.replace("step = 2.5 * eps / steps", "step = 2.5 * eps / 10"), "does not reach the budget"),
     (ATTACK.replace(".clamp(-eps, eps)", ".clamp(-16 / 255, 16 / 255)"), "exceeds the budget"),
     ("def attack(model, image, eps, steps):\n    raise NotImplementedError\n", "not implemented yet"),
@@ -388,6 +391,34 @@ def test_attack_with_a_last_look_and_no_grad_updates_passes():
                            "    with torch.no_grad():\n        model(image + delta)\n"
                            "    model(image + delta)\n    return delta.detach()")
     v = verdict("attack_tests", namespace(looks))
+    assert v.passed, v.message
+
+
+PROGRESS_BAR_ATTACKS = {
+    # the objectness shown in the bar, read by another evaluation with gradients on (not differentiated)
+    "postfix after each step": ATTACK.replace(
+        "    for _ in tqdm(range(steps), leave=False):\n",
+        "    bar = tqdm(range(steps), leave=False)\n    for _ in bar:\n").replace(
+        "        delta = (image + delta).clamp(0, 1) - image\n",
+        "        delta = (image + delta).clamp(0, 1) - image\n"
+        "        bar.set_postfix(objectness=float(model(image + delta)[0][..., 4].amax()))\n"),
+    # read before the step, while delta requires grad: an evaluation of a graph nobody differentiates
+    "a second look with delta requiring grad": ATTACK.replace(
+        "        (grad,) = torch.autograd.grad(best, delta)\n",
+        "        shown = model(image + delta)[0][..., 4].amax()\n"
+        "        (grad,) = torch.autograd.grad(best, delta)\n"),
+    # through the notebook's best_objectness (raw outputs: no head forward at all)
+    "best_objectness for the loss and the bar": ATTACK.replace(
+        "        best = model(image + delta)[0][..., 4].amax()\n",
+        "        best = best_objectness(model, image + delta).sum()\n"
+        "        shown = best_objectness(model, (image + delta).detach())\n"),
+}
+
+
+@pytest.mark.parametrize("name", list(PROGRESS_BAR_ATTACKS))
+def test_attack_that_reads_the_objectness_for_a_progress_bar_passes(name):
+    v = verdict("attack_tests", namespace("from autograder.detector import best_objectness\n"
+                                          + PROGRESS_BAR_ATTACKS[name]))
     assert v.passed, v.message
 
 

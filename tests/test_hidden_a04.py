@@ -104,10 +104,36 @@ def test_other_correct_styles_pass(notebook_ns, student, grade_id):
     ("no_mark_dirty", "sigmoid_inplace", "Jacobian"),
     ("all_inplace", "safe_inplace", "backward through the model"),
     ("all_inplace", "to_autograd", "inference tensor"),
+    ("cpu_buffers", "sigmoid_inplace", "creates a tensor on the CPU"),   # caught on meta, without a GPU
+    ("cpu_buffers", "to_autograd", "a tensor made on the CPU"),
+    ("data_write_times_one", "to_autograd", "torch.int64"),             # a bool t made int64
 ])
 def test_silent_and_wrong_answers_fail(notebook_ns, student, grade_id, words):
     v = verdict(grade_id + "_tests", with_answer(notebook_ns, sample_answer(student, grade_id)))
     assert not v.passed and words in v.message, v.message
+
+
+def test_a_write_through_data_under_mark_dirty_is_accepted(notebook_ns):
+    v = verdict("sigmoid_inplace_tests", with_answer(notebook_ns, sample_answer("data_write_times_one",
+                                                                                "sigmoid_inplace")))
+    assert v.passed, v.message
+
+
+@pytest.mark.parametrize("body", ["t.cpu().clone().to(t.device)", "torch.empty_like(t).copy_(t)",
+                                  "torch.empty(t.shape, dtype=t.dtype, device=t.device).copy_(t)",
+                                  "t.to(t.dtype, copy=True)"])
+def test_copies_that_end_on_the_device_of_t_pass(notebook_ns, body):
+    v = verdict("to_autograd_tests", with_answer(notebook_ns, f"def to_autograd(t):\n    return {body}\n"))
+    assert v.passed, v.message
+
+
+def test_to_autograd_cases_span_the_dtypes_the_text_names():
+    cases = a04.ToAutograd().cases()
+    assert {c["dtype"] for c in cases} >= {"float64", "float32", "float16", "bfloat16", "int64", "int32", "uint8",
+                                           "bool", "complex64"}
+    meta = [c for c in cases if c["device"] == "meta"]
+    assert {c["dtype"] for c in meta} >= {"float32", "bool"} and any(c["x"].dim() == 0 for c in meta)
+    assert all(c["x"].dtype == getattr(torch, c["dtype"]) for c in cases if c["dtype"] in ("bool", "uint8", "int32"))
 
 
 def test_the_wrong_loop_fails_as_the_notebook_says():

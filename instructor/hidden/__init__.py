@@ -12,6 +12,9 @@ A :class:`Check` confirms one graded test cell (its ``grade_id``):
   use only ``torch``, ``math``, the standard library, the student package ``autograder`` and the
   helper ``student``; put shared code in ``probe_helpers`` (functions whose source is shipped too).
   A probe holds no expected value.
+* :attr:`Check.draws` — the input kinds its cases draw, in the words of :data:`KINDS` (dtypes, "0-dim",
+  "meta", "GPU", "repeated calls", ...). ``tests/test_task_text.py`` holds each of them to appear in its
+  task's text in the source notebook, so a check cannot start drawing a kind the student was never told.
 * :meth:`Check.judge` — runs in the grader's own process: ``judge(case, result)`` computes the
   reference and raises :class:`autograder.checks.CheckFailed` (use the helpers of
   :mod:`autograder.checks`) when the result is wrong. Any other exception it raises also fails the
@@ -44,7 +47,23 @@ ASSIGNMENT_MODULES = {
 }
 
 __all__ = ["Check", "Verdict", "checks_for", "find_check", "probe_source", "judge_results",
-           "run_in_process", "ASSIGNMENT_MODULES", "configs_with_half_on_cpu"]
+           "run_in_process", "ASSIGNMENT_MODULES", "configs_with_half_on_cpu", "KINDS"]
+
+#: The vocabulary of :attr:`Check.draws`: each input kind, and the pattern (a regular expression,
+#: matched case-insensitively, as a whole word) that says it in a task's text.
+KINDS: dict[str, str] = {
+    **{dt: dt for dt in ("float64", "float32", "float16", "bfloat16", "int64", "int32", "uint8", "bool",
+                         "complex64")},
+    "0-dim": r"0-dim",
+    "non-contiguous": r"non-contiguous|transposed",
+    "view": r"views?",
+    "leaf": r"leaf",
+    "meta": r"meta",  # the `meta` device: shapes and dtypes, no data
+    "GPU": r"GPU|CUDA",
+    "repeated calls": r"twice|called again|again and again|repeated(ly)?|(two|several) calls( in a row)?",
+    "training": r"training",
+    "export": r"export",
+}
 
 
 def configs_with_half_on_cpu() -> list:
@@ -70,6 +89,8 @@ class Check:
     function: ClassVar[str] = "your function"
     probe_helpers: ClassVar[tuple[Callable, ...]] = ()
     case_timeout: ClassVar[float] = 60.0
+    #: The input kinds the cases draw (keys of :data:`KINDS`); the task's text must name each.
+    draws: ClassVar[tuple[str, ...]] = ()
 
     def cases(self) -> list[dict]:
         raise NotImplementedError

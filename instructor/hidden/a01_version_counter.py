@@ -545,6 +545,7 @@ class ReproduceSigmoidError(Check):
     task suggests (2, 3, 8, 8, 7) float32, other shapes are right too). Called twice. The probe reports
     the type, the message and the traceback's frames (plain data); the judge reads them."""
     assignment, grade_id, function = ASSIGNMENT, "reproduce_sigmoid_error_tests", "reproduce_sigmoid_error"
+    draws = ("repeated calls",)
 
     def cases(self):
         return [{"call": k, "label": f"reproduce_sigmoid_error(), call {k}"} for k in (1, 2)]
@@ -595,6 +596,7 @@ class PredictVersions(Check):
     :data:`autograder.saved_tensors.VERSION_PROGRAM` (list or tuple), the ``_version`` after that line.
     The truth is the program, run here (the visible test runs it too and says which lines are wrong)."""
     assignment, grade_id, function = ASSIGNMENT, "predict_versions_tests", "predict_versions"
+    draws = ()
 
     def cases(self):
         return [{"label": "predict_versions()"}]
@@ -621,14 +623,16 @@ class ReadErrorMessage(Check):
     """``read_error_message(err)``: ``err`` is a version-counter error, the exception or its text
     (``str(err)``, with or without PyTorch's " Hint: ..." tail). Cases span what the task allows:
     tensor types of every float dtype on the CPU and CUDA (legacy names such as ``torch.FloatTensor``,
-    ``torch.cuda.HalfTensor``, and backend names such as ``CPUBFloat16Type``, ``CUDABFloat16Type``),
-    integer, bool and complex saved tensors; shapes of rank 0 to 6; versions of 1 to 3 digits, the
+    ``torch.cuda.HalfTensor``, and backend names without the ``torch.`` prefix, such as
+    ``CPUBFloat16Type``, ``CUDABFloat16Type``, ``CPUBoolType``), integer, bool and complex saved
+    tensors; shapes of rank 0 to 6 (a 0-dim tensor prints an empty shape, ``[torch.FloatTensor []]``); versions of 1 to 3 digits, the
     saved one 0 or not; node names with ``::`` or the old ``...Backward0`` spelling, or no "which is
     output 0 of" part at all, or a saved tensor that is another output of its node ("output 1 of
     LinalgEigh"). Live errors (the exception object from backward, made in the probe, and
     the same scenario rerun here for the truth), live messages made here, and messages written here
     from the installed PyTorch's own wording. Returns a dict with exactly the five keys."""
     assignment, grade_id, function = ASSIGNMENT, "read_error_message_tests", "read_error_message"
+    draws = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "bool", "complex64", "0-dim", "GPU")
     probe_helpers = (provoke,)
 
     SEED_TEXT = ("one of the variables needed for gradient computation has been modified by an inplace "
@@ -763,6 +767,7 @@ class SavedBy(Check):
     constant tensor, powers. The truth is the write-and-backward experiment, run here. A set or a
     frozenset (as the visible test accepts)."""
     assignment, grade_id, function = ASSIGNMENT, "saved_by_tests", "saved_by"
+    draws = ()
 
     OPS = [
         # the visible test's three
@@ -829,6 +834,7 @@ class FixedSigmoidDecode(Check):
     on a GPU. Only that mistake, and the result's shape/dtype/device, are judged on meta; an error
     meta cannot run for other reasons (``.item()``, data-dependent code) is left to the CPU cases."""
     assignment, grade_id, function = ASSIGNMENT, "fixed_sigmoid_decode_tests", "fixed_sigmoid_decode"
+    draws = ("float64", "float32", "float16", "GPU", "meta")
 
     SHAPES = [((2, 3, 8, 8, 7), 8.0), ((1, 1, 1, 1, 5), 32.0), ((3, 4, 5, 3, 6), 16.0), ((1, 2, 3, 9, 47), 8.0),
               ((2, 3, 2, 4, 85), 32.0), ((1, 3, 6, 1, 5), 16.0)]
@@ -961,6 +967,7 @@ class JudgeFix(Check):
     The decodes are shipped as source text; the truth is the task's procedure (:func:`judge_decode`),
     run here on the same source."""
     assignment, grade_id, function = ASSIGNMENT, "judge_fix_tests", "judge_fix"
+    draws = ()
 
     def cases(self):
         return [{"source": src, "name": name, "label": f"decode = {name} ({about})"}

@@ -433,6 +433,7 @@ class DecodeMatchesLegacy(Check):
     are judged here (dtype and device belong to the contract check).
     """
     assignment, grade_id, function = ASSIGNMENT, "decode_matches_legacy_tests", "decode"
+    draws = ("float64", "float32", "float16", "GPU", "0-dim")
     probe_helpers = (_probe_inputs, _probe_call)
 
     def cases(self):
@@ -476,6 +477,7 @@ class DecodeContract(Check):
     device itself).
     """
     assignment, grade_id, function = ASSIGNMENT, "decode_contract_tests", "decode"
+    draws = ("float64", "float32", "float16", "GPU", "meta", "0-dim")
     probe_helpers = (_probe_inputs, _probe_call)
     PAIRS = ((torch.float16, torch.float32), (torch.float16, torch.float16),
              (torch.float64, torch.float32), (torch.float32, torch.float32))
@@ -603,6 +605,7 @@ class DecodeGradients(Check):
     and writes left in place (backward raises).
     """
     assignment, grade_id, function = ASSIGNMENT, "decode_gradients_tests", "decode"
+    draws = ("float64", "float32", "float16", "GPU", "0-dim")
     probe_helpers = (_probe_inputs, _probe_call, _probe_grad)
 
     def cases(self):
@@ -673,6 +676,7 @@ class DecodeNoInplace(Check):
     rejects.
     """
     assignment, grade_id, function = ASSIGNMENT, "decode_no_inplace_on_saved_tests", "decode"
+    draws = ("float64", "float32", "float16", "GPU", "0-dim")
     probe_helpers = (_probe_inputs, _probe_call, _probe_grad)
 
     def cases(self):
@@ -864,6 +868,7 @@ class FixedDetectCheck(Check):
     and code that reads values on the device (``.item()``, ``.cpu()``), which meta cannot run.
     """
     assignment, grade_id, function = ASSIGNMENT, "fixed_detect_tests", "FixedDetect"
+    draws = ("float64", "float32", "float16", "GPU", "meta", "repeated calls", "training", "export")
     probe_helpers = (_probe_call, _probe_head, _probe_meta_head)
 
     def cases(self):
@@ -1168,10 +1173,14 @@ class AttackCheck(Check):
     also wants the mean best objectness, recomputed here from the returned deltas, to drop by at
     least ``ATTACK_MARGIN``; two small cases use another budget and step count (4/255 and 3 steps;
     16/255 and a single step, which with a step of about 2.5 * eps / steps must reach the budget).
-    Every case counts the model evaluations made with gradients on (a forward hook on the head):
-    ``steps`` of them, one per step (one more is tolerated, e.g. a final look).
+    Every case counts what the task limits: the gradients taken with respect to the image, i.e. the
+    backward passes that reach the model's input (a hook on the input of the model's first stage,
+    which every way into the model passes). ``steps`` of them, one per step (one more is tolerated).
+    Evaluations that are not differentiated — the objectness read for a progress bar, a last look,
+    with or without ``no_grad`` — are not counted.
     """
     assignment, grade_id, function = ASSIGNMENT, "attack_tests", "attack"
+    draws = ("float32",)
 
     def cases(self):
         from autograder.detector import synthetic_batch
@@ -1199,15 +1208,21 @@ class AttackCheck(Check):
         model = attack_model(case["device"])
         state = {k: v.clone() for k, v in model.state_dict().items()}
         images = case["images"].to(case["device"])
-        seen = []  # one entry per evaluation of the head: was grad mode on?
-        hook = model.head.register_forward_hook(lambda m, i, o: seen.append(torch.is_grad_enabled()))
+        seen = []  # one entry per gradient computed with respect to the model's input (the image)
+
+        def watch(module, args):  # every way into the model (forward, features, raw_outputs) runs the stem
+            x = args[0] if args else None
+            if isinstance(x, torch.Tensor) and x.requires_grad:
+                x.register_hook(lambda g: seen.append(1))
+
+        hook = model.stem.register_forward_pre_hook(watch)
         deltas, changed, grad_calls = [], [], []
         for i in range(images.shape[0]):
             image = images[i:i + 1].clone()
             seen.clear()
             with contextlib.redirect_stderr(io.StringIO()):  # a text progress bar
                 deltas.append(attack(model, image, case["eps"], case["steps"]))
-            grad_calls.append(sum(seen))
+            grad_calls.append(len(seen))
             changed.append(not torch.equal(image, images[i:i + 1]))
         hook.remove()
         moved = [k for k, v in model.state_dict().items() if not torch.equal(v, state[k])]
@@ -1241,11 +1256,14 @@ class AttackCheck(Check):
                        hint="after the budget clamp: delta = (image + delta).clamp(0, 1) - image.")
             calls = r.get("grad_calls", [steps] * len(images))[i]
             # (no call at all: nothing was attacked, which the drop below reports)
-            check_true(calls == 0 or steps <= calls <= steps + 1, f"{what} took {calls} gradient step(s)",
+            check_true(calls == 0 or steps <= calls <= steps + 1,
+                       f"{what} took {calls} gradient(s) with respect to the image",
                        inputs=case["label"],
-                       expected=f"{steps}: one model evaluation with gradients per step",
-                       got=f"{calls} evaluation(s) of the model with gradients on",
-                       hint="loop `for _ in tqdm(range(steps))`, one gradient of the best objectness per step.")
+                       expected=f"{steps} (one per step; {steps + 1} is tolerated): backward passes that reach "
+                                "the image",
+                       got=f"{calls} backward pass(es) through the model to the image",
+                       hint="loop `for _ in tqdm(range(steps))` and take one gradient of the best objectness per "
+                            "step; reading the objectness without differentiating it is free.")
             if case.get("full_step"):
                 moved = delta != 0
                 at_edge = (delta.abs() >= eps * (1 - 1e-3)) | (adv <= 1e-6) | (adv >= 1 - 1e-6)
@@ -1413,6 +1431,18 @@ MUTANTS = {
                "best.backward()\n        grad = delta.grad\n        delta = (delta - step"),
         Mutant("only the last step kept", "delta = (delta.detach() - step * grad.sign())",
                "delta = (torch.zeros_like(delta) - step * grad.sign())"),
+        Mutant("a second gradient per step", "        (grad,) = torch.autograd.grad(best, delta)\n",
+               "        (grad,) = torch.autograd.grad(best, delta)\n"
+               "        torch.autograd.grad(model(image + delta)[0][..., 4].amax(), delta)\n"),
+        Mutant("the objectness read for the progress bar at each step",
+               "    for _ in tqdm(range(steps), desc=\"PGD\", leave=False):\n",
+               "    bar = tqdm(range(steps), desc=\"PGD\", leave=False)\n    for _ in bar:\n"
+               "        bar.set_postfix(objectness=float(model(image + delta)[0][..., 4].amax()))\n",
+               equivalent="an evaluation that is not differentiated is no gradient step"),
+        Mutant("the objectness read after each step, grad mode on", "        delta = (image + delta).clamp(0, 1) - image\n",
+               "        delta = (image + delta).clamp(0, 1) - image\n"
+               "        shown = best_objectness(model, image + delta).item()\n",
+               equivalent="an evaluation that is not differentiated is no gradient step"),
         Mutant("delta made on the CPU", "delta = torch.zeros_like(image)", "delta = torch.zeros(image.shape)",
                equivalent=_gpu_only("the image is on the CPU too")),
         Mutant("no detach between steps, autograd.grad", "delta = (delta.detach() - step", "delta = (delta - step",

@@ -53,6 +53,23 @@ def _close(actual, expected64, dtype, what, inputs, hint="", scale=1.0):
              got=f"{float(a.flatten()[i]):.6g} (element {i}; {int(bad.sum())} of {a.numel()} wrong)", hint=hint)
 
 
+#: A meta case's label: what the student is told about the ``meta`` device.
+META = "on the meta device (shapes and dtypes, no data: it stands in for a GPU)"
+CPU_HINT = ("make new tensors on the input's device (device=x.device, torch.ones_like, torch.empty_like), or use "
+            "plain numbers: they (and 0-dim tensors) mix with any device.")
+_DEVICE_MIX = ("is not on the expected device", "to be on the same device", "found at least two devices")
+
+
+def _is_device_mix(text: str) -> bool:
+    return any(m in text for m in _DEVICE_MIX)
+
+
+def _fail_cpu_tensor(what: str, where: str, detail: str):
+    """A meta case met a tensor made on the CPU: on a GPU the same code fails (or lands on the CPU)."""
+    fail(f"{what} creates a tensor on the CPU while its input is on another device; on a GPU this fails",
+         inputs=where, detail=detail[:300], hint=CPU_HINT)
+
+
 def _raised(r, what, inputs, hint):
     if isinstance(r, dict) and "raised" in r:
         e = r["raised"]
@@ -103,6 +120,7 @@ class ReproduceGanError(Check):
     (measured here on the same loop: the first saved tensor G's backward meets in D) and whose version
     is exactly one past the saved one (one optimizer step in between)."""
     assignment, grade_id, function = ASSIGNMENT, "reproduce_gan_error_tests", "reproduce_gan_error"
+    draws = ()
 
     def cases(self):
         return [{"label": "reproduce_gan_error()"}]
@@ -151,6 +169,7 @@ class TrainStep(Check):
     D; returns ``(loss_d, loss_g)`` as numbers. The probe's optimizers record the gradients they see
     at each ``step()``; the judge replays the reference step in float64."""
     assignment, grade_id, function = ASSIGNMENT, "train_step_tests", "train_step"
+    draws = ("float64", "float32", "float16", "bfloat16", "GPU", "repeated calls")
 
     SETUPS = [  # (seed, latent, hidden, batch, lr)
         (0, 2, 16, 64, 0.1), (3, 2, 16, 1, 0.5), (7, 3, 8, 17, 0.05), (11, 1, 4, 5, 1.0), (5, 4, 32, 32, 0.2)]
@@ -336,6 +355,7 @@ class SafeInplace(Check):
     returned model are measured in the probe (``saved_bytes``, on the case's device and dtype) against the
     same model built all out of place: fewer where the experiment's choice saves memory, never more."""
     assignment, grade_id, function = ASSIGNMENT, "safe_inplace_tests", "safe_inplace"
+    draws = ("float64", "float32", "float16", "bfloat16", "GPU")
 
     SPECS = [  # (spec, preset flags: None = all out of place)
         (["linear", "relu", "linear", "sigmoid", "relu", "linear"], None),           # the visible test's
@@ -488,10 +508,16 @@ class SigmoidInPlace(Check):
     """``SigmoidInPlace``: an ``autograd.Function`` whose ``apply(x)`` overwrites ``x`` (a non-leaf, or a
     view of one, any shape) with ``sigmoid(x)`` and returns it, with the gradient right for the result
     and for every later use of ``x``; on a leaf that requires grad it must raise (PyTorch's leaf rule).
-    Gradients are checked on compositions in float64 (``torch.autograd.gradcheck`` in the probe, and the
-    Jacobian against the reference's, computed here), values and in-place-ness on every
-    ``test_configs()`` pair and in float16/bfloat16 on the CPU."""
+    The write may be ``x.sigmoid_()`` or go through ``x.data``: with ``ctx.mark_dirty(x)`` both are right
+    (the task text says either is fine). Gradients are checked on compositions in float64
+    (``torch.autograd.gradcheck`` in the probe, and the Jacobian against the reference's, computed
+    here), values and in-place-ness on every ``test_configs()`` pair (float32/float16 on a GPU) and in
+    float16/bfloat16 on the CPU. Two cases run forward and backward on the ``meta`` device (float32,
+    float16): a tensor made on the CPU in forward or backward (``torch.ones(y.shape)``) meets ``x`` there
+    and raises the device mismatch a GPU would; only that mismatch and the result's device, dtype and
+    in-place-ness are judged on meta."""
     assignment, grade_id, function = ASSIGNMENT, "sigmoid_inplace_tests", "SigmoidInPlace"
+    draws = ("float64", "float32", "float16", "bfloat16", "GPU", "meta", "view", "leaf")
 
     def cases(self):
         cases, g = [], torch.Generator().manual_seed(600)
@@ -507,6 +533,12 @@ class SigmoidInPlace(Check):
                                                     "SigmoidInPlace.apply(h); (y * w).sum().backward()"})
         cases.append({"kind": "leaf", "x": torch.randn(4, generator=g, dtype=torch.float64),
                       "label": "SigmoidInPlace.apply(leaf) on a leaf that requires grad"})
+        for dtype, shape in ((torch.float32, (2, 3, 4)), (torch.float16, (5,))):
+            dt = _dname(dtype)
+            cases.append({"kind": "inplace", "x": torch.randn(*shape, generator=g, dtype=torch.float64),
+                          "w": torch.randn(*shape, generator=g, dtype=torch.float64), "device": "meta", "dtype": dt,
+                          "label": f"h = x * 1 ({dt} {shape} {META}); y = SigmoidInPlace.apply(h); "
+                                   "(y * w).sum().backward()"})
         return cases
 
     @staticmethod
@@ -527,16 +559,50 @@ class SigmoidInPlace(Check):
                 return {"raised": str(err)[:300]}
             return {"raised": None}
         device, dtype = torch.device(case["device"]), getattr(torch, case["dtype"])
+        meta = device.type == "meta"  # no data: an error is reported as data, nothing with values returned
         x = case["x"].to(device, dtype).requires_grad_()
         h = x * 1
         before = h._version
-        y = Fn.apply(h)
-        r = {"same_object": y is h, "same_memory": isinstance(y, torch.Tensor) and y.data_ptr() == h.data_ptr(),
-             "version_bumped": h._version > before, "h": h.detach(), "y": y.detach() if isinstance(y, torch.Tensor)
-             else None}
-        (y * case["w"].to(device, dtype)).sum().backward()
-        r["grad"] = x.grad
+        try:
+            y = Fn.apply(h)
+        except Exception as err:  # noqa: BLE001
+            if not meta or (isinstance(err, NotImplementedError) and "meta" not in str(err)):
+                raise
+            return {"meta_error": {"when": "forward", "type": type(err).__name__, "message": str(err)[:400]}}
+        is_tensor = isinstance(y, torch.Tensor)
+        r = {"same_object": y is h, "same_memory": is_tensor and y.data_ptr() == h.data_ptr(),
+             "version_bumped": h._version > before, "h": None if meta else h.detach(),
+             "y": y.detach() if is_tensor and not meta else None,
+             "y_where": [y.device.type, str(y.dtype), list(y.shape)] if is_tensor else None}
+        try:
+            (y * case["w"].to(device, dtype)).sum().backward()
+        except Exception as err:  # noqa: BLE001
+            if not meta:
+                raise
+            r["meta_error"] = {"when": "backward", "type": type(err).__name__, "message": str(err)[:400]}
+            return r
+        r["grad"] = None if meta else x.grad
+        r["grad_where"] = None if x.grad is None else [x.grad.device.type, str(x.grad.dtype), list(x.grad.shape)]
         return r
+
+    def _judge_meta(self, case, r):
+        """Meta: a tensor made on the CPU (forward or backward), and where the result and gradient live."""
+        where, dt, shape = case["label"], case["dtype"], list(case["x"].shape)
+        err = r.get("meta_error")
+        if err is not None and _is_device_mix(err["message"]):
+            _fail_cpu_tensor(f"SigmoidInPlace's {err['when']}", where, err["message"])
+        if err is not None:
+            return  # what meta cannot run (reading values) is judged on the CPU cases
+        check_true(r["same_object"] and r["version_bumped"], "SigmoidInPlace.apply(h) did not work in place",
+                   inputs=where, expected="y is h, h._version bumped",
+                   got=f"y is h: {r['same_object']}, version bumped: {r['version_bumped']}",
+                   hint="forward: x.sigmoid_(); ctx.mark_dirty(x); return x (the same tensor).")
+        check_true(r["grad_where"] == ["meta", f"torch.{dt}", shape],
+                   "the gradient through SigmoidInPlace is not on x's device, or has the wrong dtype or shape",
+                   inputs=where, expected=f"torch.{dt} {tuple(shape)} on meta (x's device)",
+                   got="no gradient" if r["grad_where"] is None else
+                   f"{r['grad_where'][1]} {tuple(r['grad_where'][2])} on {r['grad_where'][0]}",
+                   hint="backward returns grad * y * (1 - y): built from grad and the saved y, on their device.")
 
     def judge(self, case, r):
         where = case["label"]
@@ -561,6 +627,8 @@ class SigmoidInPlace(Check):
                        hint="ctx.mark_dirty(x) makes PyTorch apply its leaf rule; without it the leaf is "
                             "overwritten silently.")
             return
+        if case["device"] == "meta":
+            return self._judge_meta(case, r)
         dtype = getattr(torch, case["dtype"])
         x = case["x"].to(dtype).double()
         check_true(r["same_object"] and r["same_memory"] and r["version_bumped"],
@@ -585,84 +653,185 @@ def reference_to_autograd(t):
 
 class ToAutograd(Check):
     """``to_autograd(t)``: ``t`` an inference tensor (made under ``torch.inference_mode()``), any
-    shape (0-dim and non-contiguous too), float64/float32/float16/bfloat16 on the CPU, float32/float16
-    on a GPU;
-    called outside inference mode. Returns a normal tensor (not an inference tensor, not requiring
-    grad) with ``t``'s values, dtype and device, that autograd can save and that can be written in
-    place; ``t`` stays unchanged."""
+    shape (0-dim and non-contiguous too), any dtype: float64/float32/float16/bfloat16 and int64, int32,
+    uint8, bool, complex64 on the CPU, float32/float16 on a GPU; called outside inference mode. Returns
+    a normal tensor (not an inference tensor, not requiring grad) with ``t``'s values (exactly), dtype
+    and device, that autograd can save and that can be written in place; ``t`` stays unchanged.
+    Arithmetic changes a bool's dtype (``t * 1`` is int64): the bool cases catch it.
+
+    Three cases put ``t`` on the ``meta`` device (shapes and dtypes, no data), where a copy made into a
+    tensor allocated on the CPU (``torch.empty(t.shape, dtype=t.dtype).copy_(t)``, ``torch.zeros(...) + t``)
+    shows on a CPU-only grader: the probe records every operation that mixes a CPU tensor with a meta one
+    (a ``TorchDispatchMode``: a CPU destination of a copy, or a CPU tensor of one or more dims next to a
+    meta one). A round trip through the CPU that ends on ``t``'s device is right; meta cannot run it
+    (no data to copy out), so it is judged on the CPU cases only."""
     assignment, grade_id, function = ASSIGNMENT, "to_autograd_tests", "to_autograd"
+    draws = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "uint8", "bool", "complex64",
+             "0-dim", "non-contiguous", "GPU", "meta")
+
+    SHAPES = [((3,), False), ((), False), ((4, 5), True), ((2, 3, 4), False)]
+    OTHER_DTYPES = (torch.int64, torch.int32, torch.uint8, torch.bool, torch.complex64)  # on the CPU
+    META_CASES = [(torch.float32, (2, 3, 4), False), (torch.bool, (4, 5), True), (torch.float16, (), False)]
+
+    @staticmethod
+    def _values(shape, dtype, g) -> torch.Tensor:
+        """Values of ``dtype`` (stored in it, so every copy is exact), varied enough to see a wrong one."""
+        x = torch.randn(shape, generator=g, dtype=torch.float64)
+        if dtype == torch.bool:
+            return x > 0
+        if dtype.is_complex:
+            return torch.complex(x, torch.randn(shape, generator=g, dtype=torch.float64)).to(dtype)
+        if not dtype.is_floating_point:
+            return (x * 40).round().clamp(0 if dtype == torch.uint8 else -128, 127).to(dtype)
+        return x  # float64; the probe rounds it to the case's dtype
+
+    @staticmethod
+    def _label(dtype, shape, transpose, where) -> str:
+        shape_text = f"0-dim {shape}" if shape == () else f"{shape}"
+        return f"an inference tensor {_dname(dtype)} {shape_text}{' transposed' if transpose else ''} {where}"
 
     def cases(self):
         cases, g = [], torch.Generator().manual_seed(700)
-        for device, dtype in configs_with_half_on_cpu():
-            for shape, transpose in [((3,), False), ((), False), ((4, 5), True), ((2, 3, 4), False)]:
-                dt = _dname(dtype)
-                cases.append({"x": torch.randn(shape, generator=g, dtype=torch.float64),
+        configs = [(d, t) for d, t in configs_with_half_on_cpu()]
+        configs += [(torch.device("cpu"), t) for t in self.OTHER_DTYPES]
+        for device, dtype in configs:
+            for shape, transpose in self.SHAPES:
+                cases.append({"x": self._values(shape, dtype, g),
                               "w": torch.randn(shape, generator=g, dtype=torch.float64), "transpose": transpose,
-                              "device": str(device), "dtype": dt,
-                              "label": f"an inference tensor {dt} {shape}{' transposed' if transpose else ''} "
-                                       f"on {device.type}"})
+                              "device": str(device), "dtype": _dname(dtype),
+                              "label": self._label(dtype, shape, transpose, f"on {device.type}")})
+        for dtype, shape, transpose in self.META_CASES:
+            cases.append({"x": self._values(shape, dtype, g), "w": torch.randn(shape, generator=g, dtype=torch.float64),
+                          "transpose": transpose, "device": "meta", "dtype": _dname(dtype),
+                          "label": self._label(dtype, shape, transpose, META)})
         return cases
 
     @staticmethod
     def probe(ns, case):
         device, dtype = torch.device(case["device"]), getattr(torch, case["dtype"])
         with torch.inference_mode():
-            t = case["x"].to(device, dtype) * 1
+            t = case["x"].to(device, dtype).clone()  # made inside: an inference tensor, of exactly dtype
             if case["transpose"]:
                 t = t.t()
-        out = student(ns, "to_autograd")(t)
+        fn = student(ns, "to_autograd")
+        r = {"mixes": []}
+        if device.type == "meta":
+            from torch.utils._python_dispatch import TorchDispatchMode
+            from torch.utils._pytree import tree_flatten
+
+            mixes = r["mixes"]
+
+            class Watch(TorchDispatchMode):  # every op that mixes a CPU tensor with a meta one
+                def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                    kwargs = kwargs or {}
+                    ts = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+                    if any(a.device.type == "meta" for a in ts):
+                        cpu = [a for a in ts if a.device.type == "cpu"]
+                        into_cpu = "copy_" in str(func) and ts[0].device.type == "cpu"
+                        if into_cpu or any(a.dim() > 0 for a in cpu):
+                            mixes.append(str(func))
+                    return func(*args, **kwargs)
+
+            try:
+                with Watch():
+                    out = fn(t)
+            except Exception as err:  # noqa: BLE001 - reported as data, judged in the grader
+                if isinstance(err, NotImplementedError) and "meta" not in str(err):
+                    raise
+                r["meta_error"] = {"type": type(err).__name__, "message": str(err)[:400]}
+                return r
+        else:
+            out = fn(t)
         if not isinstance(out, torch.Tensor):
-            return {"type": type(out).__name__}
-        r = {"type": "Tensor", "is_inference": out.is_inference(), "requires_grad": out.requires_grad,
-             "dtype": str(out.dtype), "device": out.device.type, "values": out.detach().clone(), "t_after": t.clone()}
-        w = case["w"].to(device, dtype)
+            r["type"] = type(out).__name__
+            return r
+        meta = device.type == "meta"
+        r.update(type="Tensor", is_inference=out.is_inference(), requires_grad=out.requires_grad,
+                 dtype=str(out.dtype), device=out.device.type, shape=list(out.shape),
+                 values=None if meta else out.detach().clone(), t_after=None if meta else t.clone())
+        # autograd saves it: d/dw sum(exp(w) * out) (the real part for complex), w a float leaf
+        wdt = dtype if dtype.is_floating_point else torch.float64
+        w = case["w"].to(device, wdt)
         if case["transpose"]:
             w = w.t()
         leaf = w.clone().requires_grad_()
         try:
-            (leaf.exp() * out).sum().backward()
-            r["grad"] = leaf.grad
+            y = leaf.exp() * out
+            (y.real if y.is_complex() else y).sum().backward()
+            r["grad"] = None if meta else leaf.grad
         except Exception as err:  # noqa: BLE001 - reported as data
             r["saved_error"] = str(err)[:300]
-        try:
-            out.add_(1)
+        try:  # and it can be written in place
+            out.logical_not_() if out.dtype == torch.bool else out.add_(1)
             r["inplace_ok"] = True
         except Exception as err:  # noqa: BLE001
             r["inplace_error"] = str(err)[:300]
-        r["t_after_write"] = t.clone()
+        r["t_after_write"] = None if meta else t.clone()
         return r
 
-    def judge(self, case, r):
+    def _judge_common(self, case, r, where, what, dev):
         dtype = getattr(torch, case["dtype"])
-        where = case["label"]
-        what = "to_autograd(t)"
         check_true(r["type"] == "Tensor", f"{what} has the wrong type", inputs=where, expected="Tensor",
                    got=r["type"], hint="return a tensor.")
-        x = case["x"].to(dtype).double()
-        w = case["w"].to(dtype).double()
-        if case["transpose"]:
-            x, w = x.t(), w.t()
-        dev = case["device"].split(":")[0]
         check_true(r["dtype"] == str(dtype) and r["device"] == dev, f"{what} changed the dtype or device",
                    inputs=where, expected=f"{dtype} on {dev}", got=f"{r['dtype']} on {r['device']}",
-                   hint="t.clone() keeps both.")
+                   hint="t.clone() keeps both; arithmetic does not (t * 1 turns a bool tensor into int64), "
+                        "nor does a tensor made on the CPU.")
+        check_true(tuple(r["shape"]) == tuple(case["x"].shape[::-1] if case["transpose"] else case["x"].shape),
+                   f"{what} has the wrong shape", inputs=where, got=str(tuple(r["shape"])), hint="keep t's shape.")
         check_true(not r["is_inference"], f"{what} is still an inference tensor", inputs=where,
                    expected="out.is_inference() == False", got="True",
                    hint="t.detach() and views of t are inference tensors too; make a copy OUTSIDE "
                         "torch.inference_mode(): t.clone().")
         check_true(not r["requires_grad"], f"{what} requires grad", inputs=where, expected="requires_grad False",
                    got="True", hint="return a plain copy; the caller decides about gradients.")
-        _close(r["values"], x, dtype, f"the values of {what}", where, hint="same values as t.")
         check_true("saved_error" not in r, f"autograd cannot save {what}", inputs=where,
                    detail=r.get("saved_error", ""), hint="return a normal tensor: t.clone() outside inference mode.")
-        _close(r["grad"], w.exp() * x, dtype, "the gradient through w.exp() * to_autograd(t)", where,
-               hint="return a plain copy of t's values.")
         check_true(r.get("inplace_ok", False), f"{what} cannot be written in place", inputs=where,
                    detail=r.get("inplace_error", ""), hint="return a normal tensor that does not require grad.")
-        _close(r["t_after"], x, dtype, "t after to_autograd(t)", where, hint="leave t unchanged.")
-        _close(r["t_after_write"], x, dtype, "t after writing into to_autograd(t)'s result", where,
-               hint="return a copy, not a tensor sharing t's memory.")
+
+    def _judge_meta(self, case, r, where, what):
+        if r["mixes"]:
+            fail(f"{what} mixes t with a tensor made on the CPU: for t on a GPU the result lands on the CPU, or "
+                 "the code fails", inputs=where, detail="CPU and meta tensors met in: " + ", ".join(r["mixes"][:4]),
+                 hint="copy on t's device: t.clone() (or torch.empty_like(t).copy_(t)); never torch.empty(t.shape) "
+                      "or torch.zeros(...) without device=t.device.")
+        err = r.get("meta_error")
+        if err is not None and _is_device_mix(err["message"]):
+            _fail_cpu_tensor(what, where, err["message"])
+        if err is not None:
+            return  # meta cannot run it (a round trip through the CPU reads data): judged on the CPU cases
+        self._judge_common(case, r, where, what, "meta")
+
+    def _same(self, got, expected, dtype, what, where, hint):
+        """Exact for integers, bool and complex (a copy); the dtype's tolerance for floats."""
+        if dtype.is_floating_point:
+            return _close(got, expected.double(), dtype, what, where, hint=hint)
+        ok = isinstance(got, torch.Tensor) and got.dtype == expected.dtype and torch.equal(got.cpu(), expected)
+        check_true(ok, f"{what} has wrong values", inputs=where, expected=str(expected.flatten()[:6].tolist()),
+                   got=str(got.flatten()[:6].tolist()) if isinstance(got, torch.Tensor) else repr(got)[:100],
+                   hint=hint)
+
+    def judge(self, case, r):
+        dtype = getattr(torch, case["dtype"])
+        where, what = case["label"], "to_autograd(t)"
+        if case["device"] == "meta":
+            return self._judge_meta(case, r, where, what)
+        self._judge_common(case, r, where, what, case["device"].split(":")[0])
+        x = case["x"].to(dtype)  # exactly t's values
+        wdt = dtype if dtype.is_floating_point else torch.float64
+        w = case["w"].to(wdt).double()
+        if case["transpose"]:
+            x, w = x.t(), w.t()
+        self._same(r["values"], x, dtype, f"the values of {what}", where, hint="same values as t.")
+        leaf = w.clone().requires_grad_()
+        y = leaf.exp() * (x.to(torch.complex128) if dtype.is_complex else x.double())
+        (y.real if y.is_complex() else y).sum().backward()
+        _close(r["grad"], leaf.grad, wdt, "the gradient through w.exp() * to_autograd(t)", where,
+               hint="return a plain copy of t's values.")
+        self._same(r["t_after"], x, dtype, "t after to_autograd(t)", where, hint="leave t unchanged.")
+        self._same(r["t_after_write"], x, dtype, "t after writing into to_autograd(t)'s result", where,
+                   hint="return a copy, not a tensor sharing t's memory.")
 
 
 # =========================================================================== mutants
@@ -838,6 +1007,12 @@ MUTANTS = {
                equivalent="the same derivative, y - y**2 = y (1 - y)"),
         Mutant("the output kept on ctx, backward still reads saved_tensors", "        ctx.save_for_backward(x)\n        return x\n",
                "        ctx.y = x\n        return x\n"),
+        Mutant("backward makes its ones on the CPU", "grad * y * (1 - y)",
+               "grad * y * (torch.ones(y.shape, dtype=y.dtype) - y)"),
+        Mutant("the write through .data", "        x.sigmoid_()\n", "        x.data.sigmoid_()\n",
+               equivalent="ctx.mark_dirty(x) records the write either way (the text says either is fine)"),
+        Mutant("backward's ones made like y", "grad * y * (1 - y)", "grad * y * (torch.ones_like(y) - y)",
+               equivalent="ones_like keeps y's device and dtype"),
         Mutant("the output kept on ctx and read from it", "        ctx.save_for_backward(x)\n        return x\n\n"
                "    @staticmethod\n    def backward(ctx, grad):\n        (y,) = ctx.saved_tensors\n",
                "        ctx.y = x\n        return x\n\n    @staticmethod\n    def backward(ctx, grad):\n        y = ctx.y\n",
@@ -864,8 +1039,18 @@ MUTANTS = {
         Mutant("through NumPy, sharing memory", "return t.clone()", "return torch.from_numpy(t.cpu().numpy())"),
         Mutant("rounded to float16 and back", "return t.clone()", "return t.clone().half().to(t.dtype)"),
         Mutant("copied into a new float32 tensor", "return t.clone()", "return torch.empty(t.shape).copy_(t)"),
-        Mutant("a product with one outside inference mode", "return t.clone()", "return t * 1",
-               equivalent="an op on an inference tensor outside inference mode makes a normal tensor"),
+        Mutant("a product with one outside inference mode (bool becomes int64)", "return t.clone()", "return t * 1"),
+        Mutant("t + 0 (bool becomes int64)", "return t.clone()", "return t + 0"),
+        Mutant("a buffer made on the CPU", "return t.clone()", "return torch.empty(t.shape, dtype=t.dtype).copy_(t)"),
+        Mutant("zeros made on the CPU, plus t", "return t.clone()",
+               "return torch.zeros(t.shape, dtype=t.dtype) + t"),
+        Mutant("float64 for every non-float dtype", "return t.clone()",
+               "return t.clone() if t.dtype.is_floating_point else t.clone().double()"),
+        Mutant("a round trip through the CPU", "return t.clone()", "return t.cpu().clone().to(t.device)",
+               equivalent="the copy ends on t's device with t's values (meta cannot run it: judged on the CPU)"),
+        Mutant("a buffer made on t's device", "return t.clone()",
+               "return torch.empty(t.shape, dtype=t.dtype, device=t.device).copy_(t)",
+               equivalent="a fresh normal tensor on t's device with t's values"),
         Mutant("a copy made by to()", "return t.clone()", "return t.to(t.dtype, copy=True)",
                equivalent="a fresh normal tensor with t's values"),
         Mutant("clone then detach", "return t.clone()", "return t.clone().detach()",
