@@ -280,3 +280,29 @@ def test_the_report_names_the_identity_and_each_protection():
     assert proc["host uid"] != 0 and proc["capabilities"] == "0000000000000000" and proc["no_new_privs"], proc
     assert proc["/tmp MiB"] <= sandbox.Limits().disk_bytes >> 20
     assert rep["disk bound"].startswith("a tmpfs") == (__import__("os").geteuid() == 0), rep["disk bound"]
+
+
+def test_a_function_that_never_returns_is_waited_for_once(tmp_path):
+    """The confirmation's driver: after one cell ran into its limit, later cells and cases get the short
+    limits; a check whose function hung is not called again by any later check."""
+    import time
+
+    import torch
+
+    shutil.copy2(REPO / "instructor" / "grading" / "probe_driver.py", tmp_path / "probe_driver.py")
+    probe = "def probe(ns, case):\n    return student(ns, 'f')()\n"
+    job = {"cells": ["def f():\n    while True:\n        pass", "f()", "f()", "f()"], "case_timeout": 5.0,
+           "cell_timeout": 5.0,
+           "checks": [{"grade_id": g, "function": "f", "source": probe, "cases": [{}, {}, {}]} for g in ("one", "two")]}
+    torch.save(job, tmp_path / "job.pt")
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-c", "import sys, probe_driver as d; d.HUNG_CELL_SECONDS = d.HUNG_CASE_SECONDS = 1.0; "
+                    "sys.exit(d.main('job.pt', 'out'))"], cwd=tmp_path, check=True, timeout=120)
+    took = time.monotonic() - t0
+    summary = torch.load(tmp_path / "out" / "summary.pt", weights_only=True)
+    assert [e["cell"] for e in summary["cell_errors"] if e["error"] == "CellTimeout"] == [1, 2, 3], summary
+    for gid in ("one", "two"):
+        results = torch.load(tmp_path / "out" / f"{gid}.pt", weights_only=True)
+        assert len(results) == 3 and all(r["__error__"]["type"] == "Timeout" for r in results), results
+    # 5 s for the first cell, then 1 s a cell and 1 s for the one case that is tried: without the rule, 5 s each (25 s)
+    assert took < 22, f"{took:.1f} s (without the rule at least 25 s)"

@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import course
+from . import course, export
 from .course import REPO, Problem
 
 GRADE_HELP = """\
@@ -78,7 +78,7 @@ def cmd_release(args) -> int:
 
 
 def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: bool = True, jobs: int = 1,
-                      force: bool = False, scheduler: str | None = None) -> int:
+                      force: bool = False, scheduler: str | None = None, exports: list[str] = ()) -> int:
     _print_problems(problems)
     if not subs:
         print("error: nothing to grade", file=sys.stderr)
@@ -86,6 +86,7 @@ def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: boo
     t0 = time.perf_counter()
     results = course.grade(subs, workdir, progress=progress, jobs=jobs, force=force, scheduler=scheduler)
     totals, by_q = course.write_csv(results, outdir, problems)
+    exported = export.export_results(results, outdir, exports, problems)
     print(_table(results))
     for r in results:
         for note in r.notes:
@@ -120,6 +121,9 @@ def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: boo
           f"({len(fresh)} graded in this run, {60 * len(fresh) / max(took, 1e-9):.1f} notebooks/min); "
           f"{len(problems)} file(s) skipped")
     print(f"grades:   {totals}\n          {by_q}")
+    for fmt, paths in exported.items():
+        for path in paths:
+            print(f"export:   {fmt:<10} {path}")
     print(f"feedback: {workdir / 'feedback'}/<student>/<assignment>/*.html")
     return 1 if (problems or failed) else 0
 
@@ -128,7 +132,8 @@ def cmd_grade(args) -> int:
     subs, problems = course.collect_submissions(Path(args.submissions))
     workdir = Path(args.workdir)
     return _grade_and_report(subs, problems, workdir, Path(args.out or workdir), not args.no_progress,
-                             jobs=args.jobs or (os.cpu_count() or 1), force=args.force, scheduler=args.scheduler)
+                             jobs=args.jobs or (os.cpu_count() or 1), force=args.force, scheduler=args.scheduler,
+                             exports=args.export or [])
 
 
 def cmd_selfgrade(args) -> int:
@@ -248,6 +253,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="grade this many submissions at once (default: the number of cores; 1: one at a time)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                    help="grade on a dask.distributed cluster (its workers run the sandbox; see the README)")
+    p.add_argument("--export", action="append", metavar="FORMAT", type=export.format_arg,
+                   help="also write the grades for an LMS to import, into --out: canvas (canvas.csv), "
+                        "moodle (moodle.csv), gradescope (gradescope-<assignment>.csv); repeat the "
+                        "option or separate formats with commas")
     p.add_argument("--force", action="store_true",
                    help="grade every submission again, also those unchanged since they were last graded")
     p.set_defaults(func=cmd_grade)

@@ -40,6 +40,7 @@ class Confirmation:
     flags: list[str] = field(default_factory=list)
     seconds: float = 0.0
     sandboxed: bool = False
+    hung_cells: list[str] = field(default_factory=list)  # sources of cells that ran into the cell limit
 
     def as_json(self) -> dict:
         return {gid: v.as_json() for gid, v in self.verdicts.items()}
@@ -66,7 +67,7 @@ def confirmation_cells(nb) -> list[str]:
 def _job(cells: list[str], checks: list[Check], case_lists: list[list[dict]], case_timeout: float,
          cell_timeout: float) -> dict:
     return {"cells": cells, "case_timeout": float(case_timeout), "cell_timeout": float(cell_timeout),
-            "checks": [{"grade_id": c.grade_id, "source": probe_source(c), "cases": cases}
+            "checks": [{"grade_id": c.grade_id, "function": c.function, "source": probe_source(c), "cases": cases}
                        for c, cases in zip(checks, case_lists)]}
 
 
@@ -75,7 +76,7 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
                use_sandbox: bool = True) -> tuple[dict[str, list | None], list[str], bool]:
     """Run the driver until every check has results or was ended by the notebook.
 
-    Returns ({grade_id: results or None}, flags, sandboxed).
+    Returns ({grade_id: results or None}, flags, sandboxed, sources of the cells that ran into the cell limit).
     """
     import torch
 
@@ -90,6 +91,7 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
     base = space.__enter__() if own_tmp else Path(workdir)
     deadline = time.monotonic() + limits.wall_seconds
     budget = limits.result_bytes  # all result files of this submission together, unpacked
+    hung: list[str] = []
     try:
         for attempt in range(MAX_RERUNS + 1):
             if not pending:
@@ -124,6 +126,7 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
                                  f"(forged results are tampering): {err}")
                 except Exception as err:  # noqa: BLE001 - not plain data: the check fails
                     flags.append(f"{gid}: the confirmation result was not plain data ({type(err).__name__})")
+            hung += _hung_cells(out / "summary.pt", cells)
             if not pending:
                 break
             progress = _read_small(out / "progress.txt")
@@ -150,7 +153,20 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
     finally:
         if own_tmp:
             space.__exit__(None, None, None)
-    return results, flags, sandboxed
+    return results, flags, sandboxed, list(dict.fromkeys(hung))
+
+
+def _hung_cells(summary: Path, cells: list[str]) -> list[str]:
+    """Sources of the cells that ran into the cell limit in a run (from the driver's summary)."""
+    if not _regular_file(summary):
+        return []
+    try:
+        data = sandbox.load_data(summary, max_bytes=1 << 20)
+        return [cells[e["cell"]] for e in data["cell_errors"]
+                if isinstance(e, dict) and e.get("error") == "CellTimeout" and isinstance(e.get("cell"), int)
+                and 0 <= e["cell"] < len(cells)]
+    except Exception:  # noqa: BLE001 - a forged summary only loses this speed-up
+        return []
 
 
 def _regular_file(path: Path) -> bool:
@@ -183,9 +199,9 @@ def confirm(nb, assignment: str, *, limits=None, workdir: Path | None = None,
     wanted = set(wanted if wanted is not None else test_cell_ids(nb))
     checks = [c for c in checks_for(assignment) if c.grade_id in wanted]
     case_lists = [c.cases() for c in checks]
-    results, flags, sandboxed = run_probes(confirmation_cells(nb), checks, case_lists, limits=limits,
+    results, flags, sandboxed, hung = run_probes(confirmation_cells(nb), checks, case_lists, limits=limits,
                                            workdir=workdir, use_sandbox=use_sandbox)
-    conf = Confirmation(flags=flags, sandboxed=sandboxed)
+    conf = Confirmation(flags=flags, sandboxed=sandboxed, hung_cells=hung)
     for check, cases in zip(checks, case_lists):
         got = results.get(check.grade_id)
         try:

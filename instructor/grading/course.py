@@ -714,7 +714,7 @@ def _grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedbac
     space = sandbox.Workspace(limits)  # everything this submission's runs write, bounded as a whole
     tmp = space.__enter__()
     try:
-        verdicts = {}
+        verdicts, hung_cells = {}, []
         for path in sorted(staged.glob("*" + NB_EXT)):
             release_nb = nbformat.read(workdir / "release" / sub.assignment / path.name, as_version=4)
             nb, why = read_notebook(path)
@@ -730,6 +730,7 @@ def _grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedbac
             _add_phase(res, "confirm", conf.seconds)
             res.sandboxed = conf.sandboxed
             verdicts.update(conf.verdicts)
+            hung_cells += conf.hung_cells
         vfile = tmp / "verdicts.json"
         vfile.write_text(json.dumps({g: v.as_json() for g, v in verdicts.items()}))
         os.chmod(vfile, 0o644)
@@ -744,6 +745,7 @@ def _grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedbac
                "COURSE_SANDBOX_CGROUP": os.pathsep.join(str(d) for d in cgroup.dirs),
                "COURSE_SANDBOX_BWRAP": "1" if sandbox.status()["bwrap"] else "0",
                "COURSE_SANDBOX_WALL": str(max(1.0, deadline - time.monotonic())),
+               "COURSE_HUNG_CELLS": json.dumps(sorted({sandbox.source_key(c) for c in hung_cells})),
                "JUPYTER_PATH": str(specs) + os.pathsep + os.environ.get("JUPYTER_PATH", "")}
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)

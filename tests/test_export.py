@@ -1,0 +1,219 @@
+"""``grade --export canvas|moodle|gradescope``: each LMS's documented import layout, from hand-built
+results (no grading run) and, through the nbgrader export plugins, from a real gradebook."""
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from instructor.grading import cli, course, export  # noqa: E402
+from instructor.grading.course import Problem, QuestionScore, Result  # noqa: E402
+
+# nbgrader's own add_submission warns about SQLAlchemy session state (its tests do too)
+pytestmark = pytest.mark.filterwarnings("ignore:.*not in session.*")
+
+A1, A2 = "a1_basics", "a2_more"
+FORMULA = "=2+5"
+
+
+def _ok(student, assignment, scores, manual=None, flags=(), integrity=()):
+    qs = [QuestionScore(f"q{i}", s, m, "auto") for i, (s, m) in enumerate(scores)]
+    if manual is not None:
+        qs.append(QuestionScore("written", None, manual, "manual"))
+    return Result(student, assignment, True, qs, flags=list(flags), integrity=list(integrity))
+
+
+def _results() -> list[Result]:
+    return [
+        _ok("alice", A1, [(2, 2), (1.5, 3)], manual=4, flags=["patched the checks"]),
+        _ok("alice", A2, [(10, 10)]),
+        Result("bob", A1, False, error="kernel died"),
+        _ok("bob", A2, [(0, 10)], integrity=["tests passed in the kernel, failed outside"]),
+        _ok(FORMULA, A1, [(1, 2), (0, 3)]),
+    ]
+
+
+def _read(path: Path) -> list[list[str]]:
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.reader(f))
+
+
+def test_canvas_layout(tmp_path):
+    out = export.export_results(_results(), tmp_path, ["canvas"])
+    assert out == {"canvas": [tmp_path / "canvas.csv"]}
+    assert _read(tmp_path / "canvas.csv") == [
+        ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", A1, A2],
+        ["Points Possible", "", "", "", "", "5", "10"],
+        ["'" + FORMULA, "", "", "'" + FORMULA, "", "1", ""],   # neutralised; no A2 submission: empty
+        ["alice", "", "", "alice", "", "3.5", "10"],           # auto only: the 4 hand-graded points are not in
+        ["bob", "", "", "bob", "", "", "0"],                   # not graded: empty, not 0; a real 0 stays 0
+    ]
+
+
+def test_moodle_layout(tmp_path):
+    export.export_results(_results(), tmp_path, ["moodle"])
+    rows = _read(tmp_path / "moodle.csv")
+    assert rows[0] == ["Username", A1, f"{A1} (Feedback)", A2, f"{A2} (Feedback)"]
+    assert rows[1] == ["'" + FORMULA, "1", "", "", ""]
+    assert rows[2] == ["alice", "3.5", "patched the checks | 4 point(s) graded by hand not included", "10", ""]
+    assert rows[3] == ["bob", "", "not graded: kernel died", "0",
+                       "integrity: tests passed in the kernel, failed outside"]
+    assert len(rows) == 4
+
+
+def test_gradescope_one_file_per_assignment(tmp_path):
+    out = export.export_results(_results(), tmp_path, ["gradescope"])
+    assert out == {"gradescope": [tmp_path / f"gradescope-{A1}.csv", tmp_path / f"gradescope-{A2}.csv"]}
+    assert _read(tmp_path / f"gradescope-{A1}.csv") == [
+        ["Name", "SID", "Email", "Total Score"],
+        ["'" + FORMULA, "'" + FORMULA, "", "1"],
+        ["alice", "alice", "", "3.5"],
+        ["bob", "bob", "", ""],
+    ]
+    assert _read(tmp_path / f"gradescope-{A2}.csv") == [
+        ["Name", "SID", "Email", "Total Score"],
+        ["alice", "alice", "", "10"],
+        ["bob", "bob", "", "0"],
+    ]
+
+
+def test_skipped_file_is_an_empty_cell_with_its_reason(tmp_path):
+    problems = [Problem(Path("in/carol/a1_basics/nb.ipynb"), "corrupt JSON", "carol", A1),
+                Problem(Path("in/stray.txt"), "not a notebook")]  # no student or assignment: no row
+    export.export_results(_results(), tmp_path, ["moodle", "canvas"], problems)
+    moodle = {r[0]: r for r in _read(tmp_path / "moodle.csv")}
+    assert moodle["carol"] == ["carol", "", "not graded: nb.ipynb: corrupt JSON", "", ""]
+    canvas = {r[0]: r for r in _read(tmp_path / "canvas.csv")}
+    assert canvas["carol"][5:] == ["", ""]
+
+
+def test_formula_in_assignment_and_feedback_is_neutralised(tmp_path):
+    rs = [_ok("dave", "@sum", [(1, 1)], flags=["-1 for trying"])]
+    export.export_results(rs, tmp_path, ["canvas,moodle,gradescope"])
+    assert _read(tmp_path / "canvas.csv")[0][-1] == "'@sum"
+    assert _read(tmp_path / "moodle.csv") == [["Username", "'@sum", "'@sum (Feedback)"], ["dave", "1", "'-1 for trying"]]
+    assert _read(tmp_path / "gradescope-sum.csv")[1] == ["dave", "dave", "", "1"]
+
+
+def test_formats_parse_and_cli_option():
+    assert export.parse_formats(["canvas,moodle", "gradescope", "Canvas"]) == ["canvas", "moodle", "gradescope"]
+    with pytest.raises(ValueError):
+        export.parse_formats(["blackboard"])
+    args = cli.build_parser().parse_args(["grade", "subs", "--export", "canvas,moodle", "--export", "gradescope"])
+    assert export.parse_formats(args.export) == ["canvas", "moodle", "gradescope"]
+    assert cli.build_parser().parse_args(["grade", "subs"]).export is None
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["grade", "subs", "--export", "canvas,sakai"])
+
+
+def test_grade_export_writes_and_prints(tmp_path, monkeypatch, capsys):
+    """The command's own path, with grading replaced by hand-built results."""
+    monkeypatch.setattr(course, "grade", lambda subs, workdir, **kw: _results())
+    subs = [course.Submission("alice", A1, [])]
+    status = cli._grade_and_report(subs, [], tmp_path / "work", tmp_path / "out", progress=False,
+                                   exports=["canvas,gradescope"])
+    assert status == 1  # bob's A1 could not be graded
+    printed = capsys.readouterr().out
+    for name in ["canvas.csv", f"gradescope-{A1}.csv", f"gradescope-{A2}.csv"]:
+        assert (tmp_path / "out" / name).is_file()
+        assert str(tmp_path / "out" / name) in printed
+    assert not (tmp_path / "out" / "moodle.csv").exists()
+    assert (tmp_path / "out" / "grades.csv").is_file()
+
+
+# --------------------------------------------------------------------------- nbgrader export plugins
+
+@pytest.fixture(scope="module")
+def gradebook_db(tmp_path_factory):
+    """A real nbgrader gradebook: ps1 (2 autograded + 3 hand-graded points) and ps2 (4 points);
+    ``=2+5`` submitted ps1 (hand grading not done), ``bar`` submitted both (ps1 late)."""
+    from nbgrader.api import Gradebook
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('gradebook') / 'gradebook.db'}"
+    # a new gradebook asks the ``alembic`` command for its schema version: the venv's, on PATH
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PATH", str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+        gb = Gradebook(url)
+    with gb:
+        for name, cells in [("ps1", [("test1", "code", 2), ("essay", "markdown", 3)]), ("ps2", [("test2", "code", 4)])]:
+            gb.add_assignment(name)
+            gb.add_notebook("p1", name)
+            for cell, kind, points in cells:
+                gb.add_grade_cell(cell, "p1", name, max_score=points, cell_type=kind)
+        gb.add_student(FORMULA, first_name="Eve", last_name="Adams", email="eve@example.org")
+        gb.add_student("bar", first_name="Ben", last_name="Bar")
+        gb.add_submission("ps1", FORMULA)
+
+        def grade(cell, assignment, student, **score):  # as autograde / formgrader leave it
+            g = gb.find_grade(cell, "p1", assignment, student)
+            for k, v in score.items():
+                setattr(g, k, v)
+            g.needs_manual_grade = False
+
+        grade("test1", "ps1", FORMULA, auto_score=2)  # the essay is left to grade by hand
+        gb.find_submission_notebook("p1", "ps1", FORMULA).flagged = True
+        sub = gb.add_submission("ps1", "bar")
+        grade("test1", "ps1", "bar", auto_score=1)
+        grade("essay", "ps1", "bar", manual_score=3)
+        sub.notebooks[0].late_submission_penalty = 1
+        gb.add_submission("ps2", "bar")
+        grade("test2", "ps2", "bar", auto_score=4)
+        gb.db.commit()
+    return url
+
+
+def test_plugins_export_a_real_gradebook(gradebook_db, tmp_path):
+    from nbgrader.api import Gradebook
+    from traitlets.utils.importstring import import_item
+
+    canvas = import_item("instructor.grading.export.CanvasExportPlugin")  # as --exporter= loads it
+    from nbgrader.plugins.export import ExportPlugin
+    assert issubclass(canvas, ExportPlugin)
+    with Gradebook(gradebook_db) as gb:
+        canvas(to=str(tmp_path / "c.csv")).export(gb)
+        export.MoodleExportPlugin(to=str(tmp_path / "m.csv")).export(gb)
+        export.CanvasExportPlugin(to=str(tmp_path / "only.csv"), assignment=["ps2"], student=["bar"]).export(gb)
+    assert _read(tmp_path / "c.csv") == [
+        ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "ps1", "ps2"],
+        ["Points Possible", "", "", "", "", "5", "4"],
+        ["Adams, Eve", "", "", "'" + FORMULA, "", "2", ""],   # ps2 not submitted: empty, not 0
+        ["Bar, Ben", "", "", "bar", "", "3", "4"],              # 1 + 3 hand-graded - 1 late
+    ]
+    assert _read(tmp_path / "m.csv") == [
+        ["Username", "ps1", "ps1 (Feedback)", "ps2", "ps2 (Feedback)"],
+        ["'" + FORMULA, "2", "hand grading not finished | flagged for review", "", "no submission"],
+        ["bar", "3", "late: 1 point(s) off", "4", ""],
+    ]
+    assert _read(tmp_path / "only.csv") == [
+        ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "ps2"],
+        ["Points Possible", "", "", "", "", "4"],
+        ["Bar, Ben", "", "", "bar", "", "4"],
+    ]
+
+
+def test_nbgrader_export_command_uses_the_plugin(gradebook_db, tmp_path):
+    """``nbgrader export --exporter=...GradescopeExportPlugin``: one file per assignment."""
+    out = tmp_path / "gs"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    nbgrader = Path(sys.executable).with_name("nbgrader")
+    run = subprocess.run([str(nbgrader), "export", "--db", gradebook_db, "--to", str(out),
+                          "--exporter=instructor.grading.export.GradescopeExportPlugin"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert _read(out / "gradescope-ps1.csv") == [
+        ["Name", "SID", "Email", "Total Score"],
+        ["Adams, Eve", "'" + FORMULA, "eve@example.org", "2"],
+        ["Bar, Ben", "bar", "", "3"],
+    ]
+    assert _read(out / "gradescope-ps2.csv") == [
+        ["Name", "SID", "Email", "Total Score"],
+        ["Adams, Eve", "'" + FORMULA, "eve@example.org", ""],
+        ["Bar, Ben", "bar", "", "4"],
+    ]
