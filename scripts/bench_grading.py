@@ -51,7 +51,7 @@ def plain(assignment: str) -> float:
         root = Path(tmp)
         [sub] = _stage(root, assignment)
         work = root / "course"
-        api = course._api(work)
+        api = course.nbgrader_api(work)
         shutil.copytree(REPO / "source" / assignment, work / "source" / assignment)
         api.generate_assignment(assignment, force=True, create=True)
         target = work / "submitted" / sub.student / assignment
@@ -96,7 +96,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--assignments", nargs="*", default=list(FULL))
     args = parser.parse_args()
-    course._environment()
+    course.prepare_environment()
     rows = []
     for a in args.assignments:
         p, r, s = [], [], []

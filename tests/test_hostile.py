@@ -243,10 +243,10 @@ def unguarded_scores(tmp_path_factory):
         dest = root / "incoming" / s.student / s.assignment
         dest.mkdir(parents=True)
         nbformat.write(nb, dest / name)
-    course._environment()
+    course.prepare_environment()
     bench.plain_nbgrader(root / "incoming", root / "course")
-    api = course._api(root / "course")
-    return {s.student: (s, sum(q.score or 0 for q in course._scores(api, s.assignment, s.student)
+    api = course.nbgrader_api(root / "course")
+    return {s.student: (s, sum(q.score or 0 for q in course.scores(api, s.assignment, s.student)
                                if q.kind == "auto")) for s in corpus}
 
 

@@ -100,7 +100,7 @@ def test_ignore_pattern_keeps_full_marks_for_a_cell_that_only_warned():
     from nbgrader.preprocessors import IgnorePattern
     from nbgrader.utils import determine_grade
 
-    from instructor.grading.course import load_config
+    from instructor.layout import load_config
 
     cell = new_code_cell("check(...)", metadata={"nbgrader": {
         "grade": True, "solution": False, "locked": True, "points": 2, "grade_id": "t", "schema_version": 3}})

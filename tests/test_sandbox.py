@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from instructor.grading import sandbox
-from instructor.grading.probe_driver import sanitize, unwrap
+from instructor.hidden.probe_driver import sanitize, unwrap
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -289,7 +289,7 @@ def test_a_function_that_never_returns_is_waited_for_once(tmp_path):
 
     import torch
 
-    shutil.copy2(REPO / "instructor" / "grading" / "probe_driver.py", tmp_path / "probe_driver.py")
+    shutil.copy2(REPO / "instructor" / "hidden" / "probe_driver.py", tmp_path / "probe_driver.py")
     probe = "def probe(ns, case):\n    return student(ns, 'f')()\n"
     job = {"cells": ["def f():\n    while True:\n        pass", "f()", "f()", "f()"], "case_timeout": 5.0,
            "cell_timeout": 5.0,

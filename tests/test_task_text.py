@@ -16,7 +16,7 @@ import re
 import nbformat
 import pytest
 
-from instructor.grading.course import source_notebooks
+from instructor.layout import source_notebooks
 from instructor.hidden import ASSIGNMENT_MODULES, KINDS, checks_for
 
 #: Assignments whose every check declares its draws (00 and 02 may, and are held to it when they do).

@@ -58,7 +58,7 @@ def plain_nbgrader(incoming: Path, work: Path) -> float:
     import shutil
 
     subs, _ = course.collect_submissions(incoming)
-    api = course._api(work)
+    api = course.nbgrader_api(work)
     for a in sorted({s.assignment for s in subs}):
         shutil.copytree(course.REPO / "source" / a, work / "source" / a)
         api.generate_assignment(a, force=True, create=True)
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--assignments", nargs="*", help="only these assignments")
     parser.add_argument("--skip-plain", action="store_true", help="skip the plain-nbgrader anchor")
     args = parser.parse_args(argv)
-    course._environment()
+    course.prepare_environment()
     with tempfile.TemporaryDirectory(prefix="grading-bench-") as tmp:
         root = Path(tmp)
         n = synthetic_class(root / "class", args.copies, args.assignments)

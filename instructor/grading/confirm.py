@@ -26,9 +26,10 @@ from pathlib import Path
 import nbformat
 
 from ..hidden import Check, Verdict, checks_for, judge_results, probe_source
+from ..layout import is_test_cell, test_cell_ids
 from . import sandbox
 
-DRIVER = Path(__file__).with_name("probe_driver.py")
+DRIVER = Path(__file__).resolve().parents[1] / "hidden" / "probe_driver.py"
 MAX_RERUNS = 3
 
 __all__ = ["Confirmation", "confirmation_cells", "run_probes", "confirm", "test_cell_ids"]
@@ -44,19 +45,6 @@ class Confirmation:
 
     def as_json(self) -> dict:
         return {gid: v.as_json() for gid, v in self.verdicts.items()}
-
-
-def _meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
-
-
-def is_test_cell(cell) -> bool:
-    m = _meta(cell)
-    return cell.cell_type == "code" and bool(m.get("grade")) and not m.get("solution")
-
-
-def test_cell_ids(nb) -> list[str]:
-    return [_meta(c)["grade_id"] for c in nb.cells if is_test_cell(c)]
 
 
 def confirmation_cells(nb) -> list[str]:
@@ -222,7 +210,7 @@ def confirm(nb, assignment: str, *, limits=None, workdir: Path | None = None,
 def _main(argv: list[str]) -> int:
     import argparse
 
-    from .course import notebook_owner
+    from ..layout import notebook_owner
     from .samples import build_notebook, load_samples
 
     parser = argparse.ArgumentParser(prog="python -m instructor.grading.confirm",

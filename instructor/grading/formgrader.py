@@ -67,7 +67,7 @@ def _reusable(course_root: Path, sub):
     autograded = course_root / "autograded" / sub.student / sub.assignment
     if earlier is None or not all((autograded / nb.name).is_file() for nb in sub.notebooks):
         return None
-    with course._api(course_root).gradebook as gb:
+    with course.nbgrader_api(course_root).gradebook as gb:
         try:
             found = gb.find_submission(sub.assignment, sub.student)
         except MissingEntry:
@@ -82,14 +82,14 @@ def _reusable(course_root: Path, sub):
 
 def _feedback_from_gradebook(course_root: Path, res) -> None:
     """nbgrader generate_feedback (the pipeline's configuration: hidden tests cleared), then the notes."""
-    from . import course
+    from .pipeline import annotate_feedback, nbgrader_api, prepare_environment, short_error
 
-    course._environment()
-    out = course._api(course_root, sandboxed=True).generate_feedback(res.assignment, res.student, force=True)
+    prepare_environment()
+    out = nbgrader_api(course_root, sandboxed=True).generate_feedback(res.assignment, res.student, force=True)
     if not out.get("success"):
-        raise RuntimeError("nbgrader generate_feedback failed: " + course._short_error(out))
+        raise RuntimeError("nbgrader generate_feedback failed: " + short_error(out))
     res.feedback = sorted((course_root / "feedback" / res.student / res.assignment).glob("*.html"))
-    course._annotate_feedback(res)
+    annotate_feedback(res)
 
 
 def _describe(res, how: str) -> list[str]:

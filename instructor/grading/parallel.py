@@ -5,7 +5,7 @@ the sandbox — needs no gradebook. Each worker process does it in a private cou
 own (a copy of the assignment, its own scratch gradebook) and sends back plain data: the judge's
 verdicts, the flags and the executed notebooks. The grading process is the only one that writes
 the real gradebook: it runs nbgrader's autograde on each result with the kernel replaced by the
-worker's outputs (:func:`.course.record`), so formgrader, ``generate_feedback`` and ``nbgrader
+worker's outputs (:func:`.pipeline.record`), so formgrader, ``generate_feedback`` and ``nbgrader
 export`` see exactly what a one-at-a-time run writes, and SQLite has one writer.
 
 A worker that dies (the machine's OOM killer, a crash) takes only its submission with it: that
@@ -24,8 +24,9 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from pathlib import Path
 
-from . import course
-from .course import REPO, Result, Submission
+from ..layout import REPO
+from . import pipeline
+from .pipeline import Result, Submission
 
 MAX_WORKER_DEATHS = 2
 
@@ -42,9 +43,9 @@ def _private_course(assignment: str, course_config: str | None) -> tuple[Path, o
         (root / "nbgrader_config.py").write_text(course_config)
     shutil.copytree(REPO / "source" / assignment, root / "source" / assignment,
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-    course._check(course._api(root).generate_assignment(assignment, force=True, create=True),
+    pipeline.check_ok(pipeline.nbgrader_api(root).generate_assignment(assignment, force=True, create=True),
                   f"nbgrader generate_assignment {assignment}")
-    _PRIVATE[key] = (root, course._api(root, sandboxed=True))
+    _PRIVATE[key] = (root, pipeline.nbgrader_api(root, sandboxed=True))
     return _PRIVATE[key]
 
 
@@ -56,7 +57,7 @@ def execute(student: str, assignment: str, notebooks: dict, course_config: str |
     """
     from .sandbox import Limits
 
-    course._environment()
+    pipeline.prepare_environment()
     os.environ["_COURSE_SANDBOX_WARNED"] = "1"  # the grading process already said it, once
     _injected_fault(student)
     root, api = _private_course(assignment, course_config)
@@ -70,7 +71,7 @@ def execute(student: str, assignment: str, notebooks: dict, course_config: str |
     sub = Submission(student, assignment, sorted(target.glob("*.ipynb")))
     t0 = time.perf_counter()
     try:
-        course._grade_one(api, sub, root, res, Limits(**limits), feedback=False, record=False)
+        pipeline.grade_one(api, sub, root, res, Limits(**limits), feedback=False, record=False)
     except Exception as err:  # noqa: BLE001 - reported, never raised into the pool
         res.ok, res.error = False, f"{type(err).__name__}: {err}"
     finally:
@@ -122,13 +123,13 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
     from tqdm.auto import tqdm
 
     workdir = Path(workdir).resolve()
-    recorder = NbGraderAPI(config=course.replay_config(workdir))
+    recorder = NbGraderAPI(config=pipeline.replay_config(workdir))
     config_text = _course_config(workdir)
     results: dict[int, Result] = {}
     staged = {}
     for i, sub in enumerate(subs):
         res = Result(sub.student, sub.assignment, ok=False)
-        course._stage(sub, workdir / "submitted" / sub.student / sub.assignment, workdir, res)
+        pipeline.stage(sub, workdir / "submitted" / sub.student / sub.assignment, workdir, res)
         staged[i] = (res.notes, sorted((workdir / "submitted" / sub.student / sub.assignment).glob("*.ipynb")))
     bar = tqdm(total=len(subs), desc=f"autograding ({jobs} workers)", unit="notebook", disable=not progress,
                file=sys.stdout)
@@ -140,7 +141,7 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
         if res.ok:
             t0 = time.perf_counter()
             try:
-                course.record(recorder, sub, workdir, res, feedback)
+                pipeline.record(recorder, sub, workdir, res, feedback)
             except Exception as err:  # noqa: BLE001
                 res.ok, res.error = False, f"recording failed: {type(err).__name__}: {err}"
             res.seconds += time.perf_counter() - t0

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import nbformat
 
-from .course import REPO, source_notebooks
+from ..layout import REPO, source_notebooks
 
 SAMPLES = REPO / "tests" / "samples"
 _BLOCK = re.compile(r"^# %% (solution|answer|delete|metadata|after|markdown-after|attachments|first|notebook-metadata|extra-cells): *([\w-]*) *$", re.M)

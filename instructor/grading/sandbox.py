@@ -69,7 +69,7 @@ class Limits:
         """The ``c.Sandbox.*`` settings of ``nbgrader_config.py`` (or the defaults)."""
         if config is None:
             try:
-                from instructor.grading.course import load_config
+                from instructor.layout import load_config
 
                 config = load_config(REPO)
             except Exception:  # noqa: BLE001 - defaults when run outside the course

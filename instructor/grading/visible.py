@@ -20,7 +20,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .course import REPO, _environment
+from ..layout import REPO
+from .pipeline import prepare_environment
 from .samples import Sample, build_notebook, load_samples, parse_sample
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -59,7 +60,7 @@ def run_notebook(nb, assignment: str, timeout: int = 600) -> dict[str, CellOutco
     """Execute ``nb`` (a filled-in release notebook) like Run All; the outcome of every test cell."""
     from nbclient import NotebookClient
 
-    _environment()
+    prepare_environment()
     with tempfile.TemporaryDirectory(prefix="visible-") as tmp:
         work = Path(tmp) / assignment
         shutil.copytree(REPO / "release" / assignment, work)

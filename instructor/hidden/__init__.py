@@ -36,7 +36,7 @@ from typing import Any, Callable, ClassVar
 
 from autograder.checks import CheckFailed
 
-from ..grading.probe_driver import compile_probe, run_case, unwrap
+from .probe_driver import compile_probe, run_case, unwrap
 
 ASSIGNMENT_MODULES = {
     "00_orientation": "instructor.hidden.a00_orientation",

@@ -72,7 +72,7 @@ _MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*(\n|\Z)", re.M)
 
 
 def _source_notebook(assignment: str):
-    from ..grading.course import source_notebooks
+    from ..layout import source_notebooks
 
     [path] = source_notebooks(assignment)[:1]
     return nbformat.read(path, as_version=4)
@@ -95,7 +95,7 @@ def notebook_namespace(assignment: str) -> dict:
         return _NAMESPACES[assignment]
     from IPython.core.interactiveshell import InteractiveShell
 
-    from ..grading.confirm import is_test_cell
+    from ..layout import is_test_cell
 
     main_module = sys.modules.get("__main__")  # IPython swaps in a __main__ of its own; put ours back after
     shell = InteractiveShell.instance(colors="NoColor")

@@ -1,0 +1,80 @@
+"""The course's structure, as files say it: assignments, their notebooks, graded cells, configuration.
+
+The one module both halves of ``instructor/`` read: the grading pipeline (``grading/``) and the hidden
+checks (``hidden/``). It imports nothing else of ``instructor``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[1]
+NB_EXT = ".ipynb"
+
+__all__ = ["REPO", "NB_EXT", "assignments", "source_notebooks", "notebook_owner", "gradebook_layout", "load_config",
+           "nbgrader_meta", "is_test_cell", "test_cell_ids"]
+
+
+def assignments(root: Path = REPO) -> list[str]:
+    """Assignment names: the folders of ``source/`` that hold a notebook, in course order."""
+    src = Path(root) / "source"
+    return sorted(p.name for p in src.iterdir() if p.is_dir() and any(p.glob("*" + NB_EXT)))
+
+
+def source_notebooks(assignment: str, root: Path = REPO) -> list[Path]:
+    return sorted((Path(root) / "source" / assignment).glob("*" + NB_EXT))
+
+
+def notebook_owner(root: Path = REPO) -> dict[str, str]:
+    """Map each notebook file name to its assignment (names are unique across the course)."""
+    return {nb.name: a for a in assignments(root) for nb in source_notebooks(a, root)}
+
+
+def gradebook_layout(assignment: str, root: Path = REPO) -> list[dict]:
+    """The graded cells of an assignment, in notebook order, read from the source notebooks.
+
+    Each item: notebook, grade_id, points, kind ('auto' for test cells, 'manual' for written
+    answers, 'task' for tasks).
+    """
+    cells = []
+    for path in source_notebooks(assignment, root):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade") or meta.get("task"):
+                kind = "task" if meta.get("task") else ("manual" if meta.get("solution") else "auto")
+                if kind == "auto" and cell.cell_type != "code":
+                    kind = "manual"
+                cells.append(dict(notebook=path.stem, grade_id=meta["grade_id"],
+                                  points=float(meta.get("points", 0)), kind=kind))
+    return cells
+
+
+def load_config(root: Path):
+    """nbgrader's configuration from the repo's ``nbgrader_config.py``, rooted at ``root``."""
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(REPO)).load_config()
+    local = Path(root).resolve() / "nbgrader_config.py"
+    if local.is_file() and local.parent != REPO.resolve():
+        # a course folder's own settings (e.g. shorter limits) override the repository's
+        config.merge(PyFileConfigLoader(local.name, path=str(local.parent)).load_config())
+    config.CourseDirectory.root = str(Path(root).resolve())
+    return config if isinstance(config, Config) else Config(config)
+
+
+def nbgrader_meta(cell) -> dict:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return meta if isinstance(meta, dict) else {}
+
+
+def is_test_cell(cell) -> bool:
+    """A graded test cell: code, graded, not an answer."""
+    m = nbgrader_meta(cell)
+    return cell.cell_type == "code" and bool(m.get("grade")) and not m.get("solution")
+
+
+def test_cell_ids(nb) -> list[str]:
+    return [nbgrader_meta(c)["grade_id"] for c in nb.cells if is_test_cell(c)]
