@@ -263,3 +263,29 @@ def test_the_attack_works_where_nothing_defends(unguarded_scores, student):
 def test_the_checks_alone_stop_these_attacks(unguarded_scores, student):
     sample, score = unguarded_scores[student]
     assert score == sample.expect_auto, f"{student}: {score:g} unguarded, {sample.expect_auto:g} expected"
+
+
+@pytest.mark.browser
+def test_feedback_reads_at_a_glance_in_chromium(hostile_batch, tmp_path):
+    """ben's feedback (the judge's messages, with their "try next" hints) at 1280 px: questions named in
+    the summary, no text cut at the right edge (every <pre> wraps)."""
+    from test_browser import CHROMIUM, CHROMIUM_ARGS, _require_browser
+
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    html = hostile_batch["feedback"]["ben"]
+    assert ">Test cell<" not in html and "question <span class=\"course-question\">cube_sum_grad</span>" in html
+    page_file = tmp_path / "ben.html"
+    page_file.write_text(html, encoding="utf-8")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(page_file.as_uri())
+        cut = page.evaluate("""() => [...document.querySelectorAll('pre, code, .output_text, .output_error')]
+            .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
+            .map(e => e.innerText.slice(0, 80))""")
+        hint = page.evaluate("() => document.body.innerText.includes('try next')")
+        browser.close()
+    assert hint, "the judge's hint is not in the page"
+    assert not cut, f"text cut at the right edge at 1280 px: {cut[:3]}"

@@ -401,17 +401,35 @@ def keep_lower(api, sub: Submission, verdicts: dict, res: Result) -> None:
         gb.db.commit()
 
 
+#: Feedback a student reads at a glance: long lines wrap (the "try next" hint is never cut at the right edge).
+FEEDBACK_CSS = ("<style>/* added by the course's grader */ pre, .output_text pre, .output_error pre, code "
+                "{ white-space: pre-wrap !important; overflow-wrap: anywhere; word-break: break-word; } "
+                ".course-question { font-family: monospace; }</style>")
+
+
+def question_label(grade_id: str) -> str:
+    """What the feedback calls a graded test cell: the function it tests (``cube_sum_grad_tests`` ->
+    ``cube_sum_grad``), never nbgrader's generic "Test cell"."""
+    return grade_id[:-len("_tests")] if grade_id.endswith("_tests") else grade_id
+
+
 def annotate_feedback(res: Result) -> None:
-    """A short note at the top of the feedback: what grading undid or stopped, and disagreements."""
+    """The feedback made readable, and a short note at the top: what grading undid or stopped, and
+    disagreements. The summary names each question instead of "Test cell"; long lines wrap."""
     import html
+    import re
 
     lines = res.flags + res.integrity
-    if not lines:
-        return
     note = ("<div style='border:2px solid #c60;padding:8px;margin:8px'><b>Notes from the grader</b><ul>"
-            + "".join(f"<li>{html.escape(l)}</li>" for l in lines) + "</ul></div>")
+            + "".join(f"<li>{html.escape(l)}</li>" for l in lines) + "</ul></div>") if lines else ""
     for path in res.feedback:
         text = path.read_text(encoding="utf-8")
+        text = re.sub(r'<a href="#([A-Za-z0-9_\-]+)">Test cell</a>',
+                      lambda m: f'<a href="#{m.group(1)}">question <span class="course-question">'
+                                f'{html.escape(question_label(m.group(1)))}</span></a>', text)
+        k = text.find("</head>")
+        if k >= 0:
+            text = text[:k] + FEEDBACK_CSS + text[k:]
         i = text.find("<body")
         j = text.find(">", i) + 1 if i >= 0 else 0
         path.write_text(text[:j] + note + text[j:], encoding="utf-8")
