@@ -70,6 +70,7 @@ screenshots: setup
 
 lock: setup
 	{ sed -n '1,3p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > constraints.new && mv constraints.new constraints.txt
+	$(BIN)/python scripts/environment_yml.py
 
 clean:
 	rm -rf $(VENV) submitted autograded feedback gradebook.db grades.csv grading artifacts

@@ -40,22 +40,40 @@ def test_installed_versions_match_constraints():
 
 
 def test_environment_yml_is_binder_ready_and_agrees_with_constraints():
+    """Binder is the tested environment: environment.yml's pip section pins every package of
+    constraints.txt at the same version (torch as the CPU build of the same release), nothing more."""
     env = yaml.safe_load((REPO / "environment.yml").read_text())
     deps = env["dependencies"]
     assert "python=3.11" in deps, "Binder must use Python 3.11 like the course venv"
     pip_section = next(d["pip"] for d in deps if isinstance(d, dict) and "pip" in d)
     assert any("download.pytorch.org/whl/cpu" in item for item in pip_section), \
         "torch must come from PyTorch's CPU-only index (keeps the Binder image small)"
+    regenerate = "; regenerate it: python scripts/environment_yml.py"
+    loose = [i for i in pip_section if not i.startswith("--") and "==" not in i]
+    assert not loose, f"environment.yml has unpinned packages {loose}" + regenerate
     pins = _pins((REPO / "constraints.txt").read_text().splitlines())
     env_pins = _pins(pip_section)
-    assert env_pins.get("torch", "").startswith("2.13.0"), env_pins
-    assert env_pins["torch"].endswith("+cpu"), "pin the CPU-only build: torch==2.13.0+cpu"
-    for name, ver in env_pins.items():
-        if name == "torch":
-            continue
-        assert pins.get(name) == ver, f"environment.yml pins {name}=={ver}, constraints.txt has {pins.get(name)}"
-    for needed in ("nbgrader", "jupyterlab", "ipywidgets", "matplotlib", "tqdm", "numpy"):
-        assert needed in env_pins, f"environment.yml does not pin {needed}"
+    assert len(env_pins) == len([i for i in pip_section if not i.startswith("--")]), \
+        "environment.yml names a package twice" + regenerate
+    assert env_pins.get("torch") == pins["torch"] + "+cpu", \
+        f"pin the CPU build of constraints.txt's torch: torch=={pins['torch']}+cpu, not {env_pins.get('torch')}"
+    missing = sorted(set(pins) - set(env_pins))
+    extra = sorted(set(env_pins) - set(pins))
+    differ = sorted(f"{n}: environment.yml {env_pins[n]}, constraints.txt {pins[n]}"
+                    for n in set(pins) & set(env_pins) if n != "torch" and env_pins[n] != pins[n])
+    problems = ([f"missing (pinned in constraints.txt only): {missing}"] if missing else []) + \
+               ([f"extra (not in constraints.txt): {extra}"] if extra else []) + differ
+    assert not problems, "environment.yml and constraints.txt disagree:\n" + "\n".join(problems) + regenerate
+
+
+def test_environment_yml_is_what_the_generator_writes():
+    """environment.yml is generated (scripts/environment_yml.py, run by make lock): byte for byte."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, str(REPO / "scripts" / "environment_yml.py"), "--check"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr + r.stdout
 
 
 def test_makefile_and_ci_use_the_lock_and_the_readme_command():
