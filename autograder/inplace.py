@@ -4,13 +4,16 @@ PyTorch's error ``one of the variables needed for gradient computation has
 been modified by an inplace operation: [torch.FloatTensor [1, 3, 8, 8, 85]],
 which is output 0 of Sigmoid, is at version 2; expected version 0 instead``
 names the tensor and the op that produced it, but not the line that wrote into
-it.  This module watches forward (and backward) and answers that question:
+it.  This module watches the program's ops and answers that question:
 
     with locate_inplace() as loc:        # from Python
         loss = model(x).sum()
         loss.backward()                  # RuntimeError, now with a report note
 
     python -m autograder.inplace train.py [ARGS...]   # from the shell
+
+    %load_ext autograder.inplace         # in a notebook: every cell watched; an in-place
+                                         # error shows as always, the report printed under it
 
 How it works, and why it cannot change what it observes:
 
@@ -28,6 +31,12 @@ How it works, and why it cannot change what it observes:
 * No saved-tensor hooks are used: PyTorch skips its version check for tensors
   packed by hooks, which would silence the very error we explain.  Ops are
   passed through untouched, so gradients are bit-for-bit the same.
+* Cost: a Python dispatch mode makes every aten op a call into Python.  The
+  locator does per op only what a later report may need (see ``_Recorder``),
+  and steps off the mode stack while the autograd engine runs backward's own
+  ops, which make no graph (it stays on for ``create_graph=True``; a write made
+  by a backward hook is therefore not located).  ``measure_overhead`` measures
+  the cost: ~1.35x on the course detector's forward + backward.
 
 While active, the locator keeps references to the autograd nodes it has seen
 (their saved tensors are still freed by ``backward``); everything is dropped
@@ -38,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import linecache
 import os
 import re
@@ -47,12 +57,13 @@ import time
 from typing import Any, Callable, Iterable
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
 
 __all__ = [
     "locate_inplace", "InplaceLocator", "run_located", "assert_no_inplace_on_saved",
     "InplaceOnSavedError", "parse_version_error", "VersionError", "explain",
     "SavedTensor", "InplaceWrite", "Site", "measure_overhead", "main",
+    "load_ipython_extension", "unload_ipython_extension",
 ]
 
 # --------------------------------------------------------------------------- sites
@@ -104,17 +115,36 @@ class Site:
         return linecache.getline(self.filename, self.lineno).strip()
 
 
-def _user_sites(limit: int = 2) -> tuple[Site, ...]:
-    """The innermost user frames (innermost first), skipping torch and this module."""
-    sites = []
-    frame = sys._getframe(1)
-    while frame is not None and len(sites) < limit:
+def _user_frames(frame) -> tuple:
+    """``(code, lineno, code, lineno)`` of the two innermost user frames from ``frame`` outwards
+    (fewer when the stack has fewer), skipping torch and this module.
+
+    Called for every op that may save, so it keeps raw code objects and line numbers (a frame's
+    line moves on, so it must be read now); ``_sites`` turns them into ``Site`` objects only
+    when a report needs them.
+    """
+    found = ()
+    cache = _internal_cache
+    while frame is not None:
         code = frame.f_code
-        if not _is_internal(code.co_filename):
-            sites.append(Site(code.co_filename, frame.f_lineno,
-                              getattr(code, "co_qualname", code.co_name)))
+        internal = cache.get(code.co_filename)
+        if internal is None:
+            internal = _is_internal(code.co_filename)
+        if not internal:
+            found += (code, frame.f_lineno)
+            if len(found) == 4:
+                return found
         frame = frame.f_back
-    return tuple(sites)
+    return found
+
+
+def _site(code, lineno) -> Site:
+    return Site(code.co_filename, lineno, getattr(code, "co_qualname", code.co_name))
+
+
+def _sites(frames: tuple) -> tuple[Site, ...]:
+    """``_user_frames``' raw tuple as ``(site, caller)`` (shorter when there were fewer)."""
+    return tuple(_site(frames[i], frames[i + 1]) for i in range(0, len(frames), 2))
 
 
 def _traceback_site(err: BaseException) -> Site | None:
@@ -219,7 +249,7 @@ def _storage_key(t: torch.Tensor):
         ptr = t.untyped_storage().data_ptr()
     except Exception:  # sparse, nested, meta, wrapper subclasses
         return None
-    return (t.device.type, t.device.index, ptr) if ptr else None
+    return (ptr, t.device) if ptr else None
 
 
 def _tensors(obj) -> Iterable[torch.Tensor]:
@@ -234,18 +264,38 @@ def _tensors(obj) -> Iterable[torch.Tensor]:
 
 
 _WRITE_ARGS: dict[Any, tuple] = {}
+# Ops that, run with grad mode on, leave nothing to record: factories (no tensor in, so no history
+# out) and ops whose backward node keeps no tensor (view, permute, add, cat, sum ...; learned from
+# the first node each one makes).  Their nodes are still found, from the next op that saves.
+_QUIET: set = set()
 _SAVED_ATTRS: dict[type, tuple[str, ...]] = {}
 _DETACH = torch.ops.aten.detach.default
 _VERSION_NOW_RE = re.compile(r"is at version (\d+); expected version (\d+)")
+
+
+def _write_spec(func) -> tuple:
+    """``(position, name, kwarg_only)`` of the arguments the op's schema marks as written.
+
+    Learned once per op overload, with whether the op takes a tensor at all: one that does not
+    (``empty``, ``zeros``, ``randn`` ...) makes a tensor without history, so with grad mode on it
+    joins ``_QUIET``.
+    """
+    spec = _WRITE_ARGS.get(func)
+    if spec is None:
+        arguments = func._schema.arguments
+        spec = tuple((i, a.name, a.kwarg_only) for i, a in enumerate(arguments)
+                     if a.alias_info is not None and a.alias_info.is_write)
+        if not spec and not any("Tensor" in str(a.type) for a in arguments):
+            _QUIET.add(func)
+        _WRITE_ARGS[func] = spec
+    return spec
 
 
 def _written_tensors(func, args, kwargs) -> list[torch.Tensor]:
     """Tensors the op's schema marks as written (``Tensor(a!)``), out= included."""
     spec = _WRITE_ARGS.get(func)
     if spec is None:
-        spec = tuple((i, a.name, a.kwarg_only) for i, a in enumerate(func._schema.arguments)
-                     if a.alias_info is not None and a.alias_info.is_write)
-        _WRITE_ARGS[func] = spec
+        spec = _write_spec(func)
     out = []
     for i, name, kwarg_only in spec:
         value = kwargs.get(name) if kwarg_only or i >= len(args) else args[i]
@@ -253,25 +303,44 @@ def _written_tensors(func, args, kwargs) -> list[torch.Tensor]:
     return out
 
 
-def _saved_of(node) -> Iterable[tuple[str, int | None, torch.Tensor]]:
-    """(attribute, index, tensor) for every tensor the node saved for backward."""
+def _needs_grad(values) -> bool:
+    """Whether any tensor among ``values`` (or in a list among them) requires grad."""
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            if value.requires_grad:
+                return True
+        elif isinstance(value, (list, tuple)) and _needs_grad(value):
+            return True
+    return False
+
+
+def _saved_names(node) -> tuple[str, ...]:
+    """The node type's ``_saved_*`` attributes (``saved_tensors`` for custom Functions), less
+    those already seen holding a plain number (eps, padding, sizes ...): they never hold a tensor."""
     names = _SAVED_ATTRS.get(type(node))
     if names is None:
         names = tuple(n for n in dir(node) if n.startswith("_saved_"))
         if isinstance(node, torch.autograd.function.BackwardCFunction):
             names += ("saved_tensors",)
         _SAVED_ATTRS[type(node)] = names
-    for name in names:
-        try:
-            value = getattr(node, name)
-        except Exception:  # already freed or already broken: nothing new to learn
-            continue
-        if isinstance(value, torch.Tensor):
-            yield name, None, value
-        elif isinstance(value, (list, tuple)):
-            for i, t in enumerate(value):
-                if isinstance(t, torch.Tensor):
-                    yield name, i, t
+    return names
+
+
+def _node_op(node, op: str) -> str:
+    """Who saved: the aten op, or ``Name.apply`` for a custom autograd.Function's node (which
+    appears only after its forward returned)."""
+    if isinstance(node, torch.autograd.function.BackwardCFunction):
+        return re.sub(r"Backward$", "", type(node).__name__) + ".apply"
+    return op
+
+
+_SCALARS = frozenset((int, float, bool, str, torch.dtype, torch.device, torch.layout,
+                      torch.memory_format))
+
+
+def _forget_attr(node, name: str) -> None:
+    names = _SAVED_ATTRS[type(node)]
+    _SAVED_ATTRS[type(node)] = tuple(n for n in names if n != name)
 
 
 def _probe(node, attr: str, index: int | None) -> tuple[str, str | None]:
@@ -293,11 +362,105 @@ def _role(attr: str, index: int | None) -> str:
     return name if index is None else f"{name}[{index}]"
 
 
+def _run(func, args, kwargs):
+    """Run the op as called.
+
+    One repair: PyTorch hands a dispatch mode a *wrapped number* (a Python scalar an op kept as a
+    0-dim tensor, e.g. the 2 of ``x * 2``, readable through ``node._saved_other``) as a plain
+    number, which an op taking only a Tensor (``detach``, ``item``) then refuses with any mode on.
+    Such an argument gets its tensor back, so code that reads saved tensors runs as it does
+    without the locator.
+    """
+    try:
+        return func(*args, **kwargs)
+    except RuntimeError:
+        fixed = _numbers_as_tensors(func, args)
+        if fixed is None:
+            raise
+    return func(*fixed, **kwargs)
+
+
+_NUMBER_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
+
+
+def _numbers_as_tensors(func, args) -> tuple | None:
+    """``args`` with plain numbers in ``Tensor`` slots made tensors again; None if there are none."""
+    fixed, changed = list(args), False
+    for i, (value, spec) in enumerate(zip(args, func._schema.arguments)):
+        if type(value) in _NUMBER_DTYPES and str(spec.type) == "Tensor":
+            fixed[i], changed = torch.tensor(value, dtype=_NUMBER_DTYPES[type(value)]), True
+    return tuple(fixed) if changed else None
+
+
+class _Save:
+    """One tensor a node saved, as the hot path keeps it: where, and who saved it.
+
+    What it looks like (dtype, shape, device) and the version it was saved at are read only when
+    a write into its storage is about to run (``look``): until then nothing can have changed them.
+    It becomes a ``SavedTensor`` only once a write broke it.
+    """
+    __slots__ = ("node", "attr", "index", "op", "frames", "key", "version", "dtype", "shape", "device",
+                 "record")
+
+    def __init__(self, node, attr, index, op, frames, key):
+        self.node, self.attr, self.index, self.op, self.frames, self.key = node, attr, index, op, frames, key
+        self.version = self.dtype = self.shape = self.device = None
+        self.record: SavedTensor | None = None
+
+    def look(self) -> None:
+        """Before a write into this storage: note the tensor while PyTorch still hands it out."""
+        if self.version is not None:
+            return
+        try:
+            t = getattr(self.node, self.attr)
+            if self.index is not None:
+                t = t[self.index]
+        except Exception:  # freed, or broken by a write the locator did not see
+            return
+        self.version, self.dtype, self.shape, self.device = t._version, t.dtype, tuple(t.shape), str(t.device)
+
+    def as_record(self, message: str) -> SavedTensor:
+        """The ``SavedTensor`` for this save, which ``message`` (PyTorch's complaint) says is broken."""
+        if self.record is None:
+            if self.version is None:  # never seen intact: take what PyTorch's message says
+                parsed = parse_version_error(message)
+                self.version = parsed.version_saved
+                self.dtype = getattr(torch, parsed.dtype, None) if parsed.dtype else None
+                self.shape, self.device = parsed.shape, str(self.key[1])
+            sites = _sites(self.frames)
+            self.record = SavedTensor(
+                dtype=self.dtype, shape=self.shape, device=self.device,
+                node=self.node.name(), op=self.op, role=_role(self.attr, self.index),
+                version=self.version, current_version=self.version,
+                site=sites[0] if sites else None, caller=sites[1] if len(sites) > 1 else None,
+                _node=self.node, _key=self.key)
+        return self.record
+
+
+_is_grad_enabled = torch._C.is_grad_enabled
+_set_grad_enabled = torch._C._set_grad_enabled
+_graph_task_id = torch._C._current_graph_task_id
+_getframe = sys._getframe
+_Tensor = torch.Tensor
+_BackwardCFunction = torch.autograd.function.BackwardCFunction
+_AccumulateGrad = torch._C._functions.AccumulateGrad
+_RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
 class _Recorder(TorchDispatchMode):
     """The dispatch mode: records saves and the writes that break them.
 
     Work for op *k* is done at the start of op *k+1* (``flush``): only then has
     autograd attached the new ``grad_fn`` and bumped the version counter.
+
+    The per-op path is kept short: it notes the op, its two innermost user frames (raw code
+    objects and line numbers) and its output; reports, ``Site`` and ``SavedTensor`` objects are
+    built only for saves a write breaks.  Ops that leave nothing to record are passed straight
+    through: with grad mode on, factories and ops whose node keeps no tensor (``_QUIET``); with it
+    off, the ops of a backward pass (when the locator still sees them: see
+    ``_engine_run_backward_unwatched``) unless they write.  A write into memory no recorded save
+    uses cannot break anything, so only a write into a saved storage pays for the full stack walk
+    that names who wrote (``_library_writer``).
     """
 
     @classmethod
@@ -313,69 +476,144 @@ class _Recorder(TorchDispatchMode):
         super().__init__()
         self.pending: list = []
         self.nodes: dict[int, Any] = {}          # id -> node, kept alive so ids stay unique
-        self.by_storage: dict[Any, list] = {}    # storage key -> [(node, attr, index, record)]
+        self.by_storage: dict[Any, list] = {}    # storage key -> [_Save]
         self.broken: list[SavedTensor] = []
         self._prune_at = 4096
+        self._last_caller = self._last_lineno = None   # the previous op's calling frame ...
+        self._last_frames: tuple = ()                  # ... and its user lines (see __torch_dispatch__)
+        self.skip_backward = True   # step off the mode stack while the engine runs (see below)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
+        if kwargs is None:
+            kwargs = {}
         if func is _DETACH:
             # Autograd calls detach while it saves an op's output (tensor_data()),
             # i.e. before that save is visible; a detach writes nothing either.
-            return func(*args, **kwargs)
+            return _run(func, args, kwargs)
         if self.pending:
             self.flush()
+        grad_mode = _is_grad_enabled()
+        spec = _WRITE_ARGS.get(func)
+        if spec is None:
+            spec = _write_spec(func)
+        if not spec:
+            if grad_mode:
+                if func in _QUIET:
+                    return _run(func, args, kwargs)
+            elif _graph_task_id() != -1:
+                return _run(func, args, kwargs)  # an op of backward itself: makes no graph, writes nothing
+            # (other ops under no_grad are recorded: inside a custom Function's forward, the op that
+            # makes its output is where the Function's node, and what it saved, comes from)
+            caller = _getframe(1)
+            if caller is self._last_caller and caller.f_lineno == self._last_lineno:
+                frames = self._last_frames  # same line of the same running frame: same user lines
+            else:
+                frames = _user_frames(caller)
+                if not caller.f_code.co_flags & _RESUMABLE:  # a generator's parents change between resumes
+                    self._last_caller, self._last_lineno, self._last_frames = caller, caller.f_lineno, frames
+            out = _run(func, args, kwargs)
+            self.pending.append((func, frames, (), False, out, "", grad_mode))
+            return out
         written = _written_tensors(func, args, kwargs)
-        before = [t._version for t in written]
-        out = func(*args, **kwargs)
+        # Only a write into a storage some recorded save uses can break a save (all earlier ops are
+        # flushed by now, and an op never breaks its own saves).
+        by_storage, check = self.by_storage, False
+        for t in written:
+            entries = by_storage.get(_storage_key(t))
+            if entries:
+                check = True
+                for save in entries:
+                    save.look()
+        if not check and grad_mode and not _needs_grad(args) and not _needs_grad(kwargs.values()):
+            # breaks nothing, and with no input that requires grad it makes no node either
+            # (e.g. BatchNorm's num_batches_tracked += 1)
+            return _run(func, args, kwargs)
+        frames = _user_frames(_getframe(1))
+        out = _run(func, args, kwargs)
         # who wrote (an optimizer, an inplace=True layer, a custom Function): known only now, on this stack
-        writer = _library_writer() if written else ""
-        self.pending.append((func, _user_sites(), written, before, out, writer, torch.is_grad_enabled()))
+        writer = _library_writer() if check else ""
+        self.pending.append((func, frames, written, check, out, writer, grad_mode))
         return out
 
     def flush(self) -> None:
         pending, self.pending = self.pending, []
-        for func, sites, written, before, out, writer, grad_mode in pending:
-            for t in written:
-                self._check_write(t, func, sites, writer)
-            # Read grad_fn in the grad mode the op ran in: reading it later, with grad mode back on, makes
-            # PyTorch rebuild the history of a view made under no_grad and raise an error the user's
-            # program would never have seen.
-            with torch.set_grad_enabled(grad_mode):
-                for t in (*_tensors(out), *written):
+        grad_now = grad_before = _is_grad_enabled()
+        try:
+            for func, frames, written, check, out, writer, grad_mode in pending:
+                if check:
+                    sites = _sites(frames)
+                    for t in written:
+                        self._check_write(t, func, sites, writer)
+                # Read grad_fn in the grad mode the op ran in: reading it later, with grad mode back on, makes
+                # PyTorch rebuild the history of a view made under no_grad and raise an error the user's
+                # program would never have seen.
+                if grad_mode is not grad_now:
+                    _set_grad_enabled(grad_mode)
+                    grad_now = grad_mode
+                outs = (out,) if isinstance(out, _Tensor) else tuple(_tensors(out))
+                for t in (*outs, *written) if written else outs:
                     try:
                         node = t.grad_fn
                     except RuntimeError:
                         continue
-                    if node is not None:
-                        self._discover(node, func, sites)
+                    if node is not None and self.nodes.get(id(node)) is not node:
+                        self._discover(node, func, frames)
+                        if grad_mode and not written and not _SAVED_ATTRS.get(type(node), True) and \
+                                not isinstance(node, _BackwardCFunction):
+                            _QUIET.add(func)  # its node type keeps no tensor: nothing to note next time
+        finally:
+            if grad_now is not grad_before:
+                _set_grad_enabled(grad_before)
 
-    def _discover(self, root, func, sites) -> None:
+    def _discover(self, root, func, frames) -> None:
         """Record the saves of every node not seen before (i.e. made by this op)."""
         stack = [root]
+        nodes, by_storage, saved_attrs = self.nodes, self.by_storage, _SAVED_ATTRS
+        op = None
         while stack:
             node = stack.pop()
-            if node is None or self.nodes.get(id(node)) is node:
+            if nodes.get(id(node)) is node:
                 continue
-            self.nodes[id(node)] = node
-            op = func.overloadpacket.__name__
-            if isinstance(node, torch.autograd.function.BackwardCFunction):
-                # custom autograd.Function: its node appears after forward returns
-                op = re.sub(r"Backward$", "", type(node).__name__) + ".apply"
-            for attr, index, t in _saved_of(node):
-                key = _storage_key(t)
-                if key is None:
+            nodes[id(node)] = node
+            names = saved_attrs.get(type(node))
+            if names is None:
+                names = _saved_names(node)
+            for name in names:
+                try:
+                    value = getattr(node, name)
+                except Exception:  # already freed or already broken: nothing new to learn
                     continue
-                record = SavedTensor(
-                    dtype=t.dtype, shape=tuple(t.shape), device=str(t.device), node=node.name(),
-                    op=op, version=t._version,
-                    current_version=t._version,
-                    role=_role(attr, index),
-                    site=sites[0] if sites else None, caller=sites[1] if len(sites) > 1 else None,
-                    _node=node, _key=key)
-                self.by_storage.setdefault(key, []).append((node, attr, index, record))
-            stack.extend(nxt for nxt, _ in node.next_functions)
-        if len(self.nodes) > self._prune_at:
+                if value is None:
+                    continue
+                if op is None:
+                    op = func.overloadpacket.__name__
+                if isinstance(value, _Tensor):
+                    try:
+                        ptr = value.untyped_storage().data_ptr()
+                    except Exception:  # sparse, nested, meta, wrapper subclasses
+                        continue
+                    if ptr:
+                        save = _Save(node, name, None, _node_op(node, op), frames, (ptr, value.device))
+                        entries = by_storage.get(save.key)
+                        if entries is None:
+                            by_storage[save.key] = [save]
+                        else:
+                            entries.append(save)
+                elif isinstance(value, (list, tuple)):
+                    for index, t in enumerate(value):
+                        if isinstance(t, _Tensor):
+                            key = _storage_key(t)
+                            if key is not None:
+                                by_storage.setdefault(key, []).append(
+                                    _Save(node, name, index, _node_op(node, op), frames, key))
+                    if value and all(type(v) in _SCALARS for v in value):
+                        _forget_attr(node, name)
+                elif type(value) in _SCALARS:
+                    _forget_attr(node, name)  # an int/float/bool field of this node type: never a tensor
+            for nxt, _ in node.next_functions:
+                if nxt is not None and type(nxt) is not _AccumulateGrad and nodes.get(id(nxt)) is not nxt:
+                    stack.append(nxt)  # (a leaf's AccumulateGrad saves nothing and leads nowhere)
+        if len(nodes) > self._prune_at:
             self._prune()
 
     def _check_write(self, t: torch.Tensor, func, sites, writer: str = "") -> None:
@@ -385,13 +623,13 @@ class _Recorder(TorchDispatchMode):
         if not entries:
             return
         alive = []
-        for entry in entries:
-            node, attr, index, record = entry
-            state, message = _probe(node, attr, index)
+        for save in entries:
+            state, message = _probe(save.node, save.attr, save.index)
             if state == "freed":
                 continue
-            alive.append(entry)
+            alive.append(save)
             if state == "broken":
+                record = save.as_record(message)
                 now = int(_VERSION_NOW_RE.search(message).group(1))
                 if now != record.current_version:
                     record.writes.append(InplaceWrite(
@@ -407,10 +645,10 @@ class _Recorder(TorchDispatchMode):
         """Forget nodes whose saves backward already freed (long loops stay bounded)."""
         keep = {}
         for key, entries in list(self.by_storage.items()):
-            alive = [e for e in entries if _probe(e[0], e[1], e[2])[0] != "freed"]
+            alive = [e for e in entries if _probe(e.node, e.attr, e.index)[0] != "freed"]
             if alive:
                 self.by_storage[key] = alive
-                keep.update((id(e[0]), e[0]) for e in alive)
+                keep.update((id(e.node), e.node) for e in alive)
             else:
                 del self.by_storage[key]
         self.nodes = keep
@@ -559,8 +797,9 @@ def _format_rule(err: BaseException, leaf: bool) -> str:
 def explain(err: BaseException, locator: "InplaceLocator | None" = None) -> str | None:
     """A plain-words report for an in-place RuntimeError, or None if it is another error.
 
-    Uses the report attached by a locator when there is one, else the locator
-    given, else only what PyTorch's message says.
+    Uses the locator given, else the report a locator attached to the error, else (inside a
+    notebook cell watched by ``%load_ext autograder.inplace``) what that cell's locator saw, else
+    only what PyTorch's message says.
     """
     if locator is not None:
         return locator.explain(err)
@@ -569,11 +808,70 @@ def explain(err: BaseException, locator: "InplaceLocator | None" = None) -> str 
         return report
     parsed = parse_version_error(err)
     if parsed is not None:
-        return _format_unlocated(parsed)
+        watching = _cell_locator()
+        return watching.explain(err) if watching is not None else _format_unlocated(parsed)
     text = str(err)
     if _LEAF_RE.search(text) or _VIEW_RE.search(text):
         return _format_rule(err, bool(_LEAF_RE.search(text)))
     return None
+
+
+# ------------------------------------------------------ backward's own ops, unwatched
+
+# backward() and autograd.grad() reach the C++ engine through this one Python function; the engine
+# captures the thread's dispatch modes when it starts, and runs every node's backward under them.
+_ENGINE_RUN_BACKWARD = getattr(torch.autograd, "_engine_run_backward", None)
+_engine_patch_holders = 0
+
+
+def _engine_run_backward_unwatched(t_outputs, *args, **kwargs):
+    """The engine, run with the innermost locator stepped off the mode stack.
+
+    Backward's own ops (``sigmoid_backward``, ``convolution_backward``, the ``detach`` of each
+    gradient ...) make no graph and write nothing a report could name, yet a watching mode would
+    turn each into a call into Python: about half of what watching costs.  So the locator leaves
+    the stack while the engine runs and comes back after (also when backward raises).  It stays
+    on with ``create_graph=True``, where backward builds a graph whose saves can be broken too.
+    Not seen as a result: a write made by a backward hook.  PyTorch's version check is the
+    engine's own, so the error is the same either way.
+    """
+    __tracebackhide__ = True  # (IPython and pytest leave this frame out; the locator's exit drops it)
+    recorder = _get_current_dispatch_mode()
+    create_graph = args[2] if len(args) > 2 else kwargs.get("create_graph", True)
+    if type(recorder) is not _Recorder or not recorder.skip_backward or create_graph is not False:
+        return _ENGINE_RUN_BACKWARD(t_outputs, *args, **kwargs)
+    recorder.flush()  # the forward's last op, before the engine frees what it saved
+    recorder.__exit__(None, None, None)
+    try:
+        return _ENGINE_RUN_BACKWARD(t_outputs, *args, **kwargs)
+    finally:
+        recorder.__enter__()
+
+
+def _hold_engine_patch() -> None:
+    global _engine_patch_holders
+    _engine_patch_holders += 1
+    if _engine_patch_holders == 1 and _ENGINE_RUN_BACKWARD is not None and \
+            torch.autograd._engine_run_backward is _ENGINE_RUN_BACKWARD:
+        torch.autograd._engine_run_backward = _engine_run_backward_unwatched
+
+
+def _release_engine_patch() -> None:
+    global _engine_patch_holders
+    _engine_patch_holders = max(0, _engine_patch_holders - 1)
+    if not _engine_patch_holders and torch.autograd._engine_run_backward is _engine_run_backward_unwatched:
+        torch.autograd._engine_run_backward = _ENGINE_RUN_BACKWARD
+
+
+def _drop_own_frames(err: BaseException) -> None:
+    """Unlink ``_engine_run_backward_unwatched``'s frame from the error's traceback: what then
+    shows is exactly what PyTorch shows without the locator."""
+    tb = err.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        if tb.tb_next.tb_frame.f_code is _engine_run_backward_unwatched.__code__:
+            tb.tb_next = tb.tb_next.tb_next
+        else:
+            tb = tb.tb_next
 
 
 # ---------------------------------------------------------------- public entry points
@@ -593,19 +891,31 @@ class InplaceLocator:
         self._recorder = _Recorder()
 
     def __enter__(self) -> "InplaceLocator":
+        self._holds_patch = self._recorder.skip_backward
+        if self._holds_patch:
+            _hold_engine_patch()
         self._recorder.__enter__()
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         self._recorder.__exit__(exc_type, exc, tb)
+        self._release()
+        if exc is not None:
+            _drop_own_frames(exc)
         self._recorder.flush()
         if exc is not None and self.annotate and isinstance(exc, Exception):
             self._annotate(exc)
         self._recorder.nodes.clear()
         self._recorder.by_storage.clear()
+        self._recorder._last_caller = None
         for record in self._recorder.broken:
             record._node = None
         return False
+
+    def _release(self) -> None:
+        if getattr(self, "_holds_patch", False):
+            self._holds_patch = False
+            _release_engine_patch()
 
     @property
     def broken(self) -> list[SavedTensor]:
@@ -726,11 +1036,14 @@ def assert_no_inplace_on_saved(fn: Callable, *inputs, **kwargs):
 
 def measure_overhead(model: torch.nn.Module | None = None, input_shape=(1, 3, 64, 64),
                      repeats: int = 15, threads: int = 1) -> float:
-    """Cost of the locator: median forward+backward time under it / median plain time.
+    """Cost of the locator: forward+backward time under it / plain time, the median over pairs.
 
-    Plain and located runs alternate in one process.  With ``threads=1`` (the
-    default) the clock is this thread's CPU time, so other load on a shared
-    machine does not swamp the figure; otherwise wall time is used.
+    Same model, same input.  After 3 warm-up runs of each, ``repeats`` pairs of
+    one plain and one located run follow each other in one process (in turn
+    plain first and located first); the figure is the median of the pairs'
+    ratios, so load that comes and goes on a shared machine hits both runs of a
+    pair alike.  With ``threads=1`` (the default) the clock is this thread's CPU
+    time; otherwise wall time.
     """
     torch.manual_seed(0)
     if model is None:
@@ -752,14 +1065,125 @@ def measure_overhead(model: torch.nn.Module | None = None, input_shape=(1, 3, 64
     old_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        timed(False), timed(True)  # warm up both paths
-        plain, located = [], []
-        for _ in range(repeats):
-            plain.append(timed(False))
-            located.append(timed(True))
+        for _ in range(3):  # warm up both paths (and the locator's per-op caches)
+            timed(False), timed(True)
+        ratios = []
+        for i in range(repeats):
+            if i % 2:
+                located = timed(True)
+                plain = timed(False)
+            else:
+                plain = timed(False)
+                located = timed(True)
+            ratios.append(located / plain)
     finally:
         torch.set_num_threads(old_threads)
-    return statistics.median(located) / statistics.median(plain)
+    return statistics.median(ratios)
+
+
+# ------------------------------------------------------------- IPython extension
+
+_UNSEEN = "In-place write on a tensor autograd saved for backward (not seen by the locator)."
+_WATCHES: dict[int, "_CellWatch"] = {}   # id(shell) -> its watch
+
+
+class _PassThrough(_Recorder):
+    """What a cell's recorder becomes when it cannot leave the mode stack yet (see ``_CellWatch``)."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return _run(func, args, kwargs or {})
+
+
+class _CellWatch:
+    """``%load_ext autograder.inplace``: every cell runs under a locator, and when a cell dies of an
+    in-place autograd error, the report is printed under IPython's own traceback.
+
+    The error itself is left alone: IPython shows it exactly as it would without the extension
+    (the locator does not annotate it), and ``result.error_in_exec`` is PyTorch's RuntimeError.
+    The locator starts in ``pre_run_cell`` and stops in ``post_run_cell``, so it sees the writes
+    of the cell that fails; writes made in an earlier cell are not seen (the report then says
+    what PyTorch's message says).  A cell that uses no torch pays ~10 us for the two events;
+    torch ops inside a cell run under the locator, backward's own ops included (IPython shows the
+    traceback before the cell ends, so the engine is not stepped around here): ~1.4x on the course
+    detector's forward + backward.  Cells that start while the user's own TorchDispatchMode is
+    active are not watched, so the mode stack stays theirs.
+    """
+
+    def __init__(self, shell):
+        self.shell = shell
+        self.locator: InplaceLocator | None = None
+        self.stale: list[_Recorder] = []   # recorders a user's mode sat on top of at the end of a cell
+
+    def pre_run_cell(self, info=None) -> None:
+        self._close()
+        if torch._C._len_torch_dispatch_stack():
+            return  # a mode of the user's is active: stacking ours on it could unbalance their exits
+        locator = InplaceLocator(annotate=False)
+        # IPython shows a cell's traceback before the cell ends, before any exit could drop the
+        # engine wrapper's frame from it: so a watched cell keeps watching during backward.
+        locator._recorder.skip_backward = False
+        locator.__enter__()
+        self.locator = locator
+
+    def post_run_cell(self, result=None) -> None:
+        locator, err = self.locator, getattr(result, "error_in_exec", None)
+        self._close()  # off the mode stack first; what it found stays readable
+        if locator is None or not isinstance(err, RuntimeError) or getattr(err, "inplace_report", None):
+            return  # no watch, no error of PyTorch's kind, or one a locator in the cell already annotated
+        report = locator.explain(err)
+        if report:
+            if report.startswith(_UNSEEN):
+                report += ("\n  (The extension watches one cell at a time, and these writes happened in an "
+                           "earlier cell: run the forward pass and backward in one cell to see the lines.)")
+            print(report)
+
+    def _close(self) -> None:
+        locator, self.locator = self.locator, None
+        if locator is not None:
+            recorder = locator._recorder
+            if _get_current_dispatch_mode() is recorder:
+                locator.__exit__(None, None, None)
+            else:  # the cell left a mode of its own on top: let ours pass ops through, pop it later
+                locator._release()
+                recorder.flush()
+                recorder.__class__ = _PassThrough
+                recorder.nodes.clear()
+                recorder.by_storage.clear()
+                recorder._last_caller = None
+                self.stale.append(recorder)
+        while self.stale and _get_current_dispatch_mode() is self.stale[-1]:
+            self.stale.pop().__exit__(None, None, None)
+
+
+def _cell_locator() -> "InplaceLocator | None":
+    """The locator watching the running notebook cell, if the extension is loaded."""
+    for watch in _WATCHES.values():
+        if watch.locator is not None:
+            return watch.locator
+    return None
+
+
+def load_ipython_extension(ip) -> None:
+    """``%load_ext autograder.inplace``: explain in-place autograd errors under their traceback."""
+    if id(ip) in _WATCHES:
+        return
+    watch = _WATCHES[id(ip)] = _CellWatch(ip)
+    ip.events.register("pre_run_cell", watch.pre_run_cell)
+    ip.events.register("post_run_cell", watch.post_run_cell)
+    watch.pre_run_cell()  # %load_ext runs inside a cell: watch the rest of that one too
+
+
+def unload_ipython_extension(ip) -> None:
+    """``%unload_ext autograder.inplace``: stop watching cells."""
+    watch = _WATCHES.pop(id(ip), None)
+    if watch is None:
+        return
+    for name, callback in (("pre_run_cell", watch.pre_run_cell), ("post_run_cell", watch.post_run_cell)):
+        try:
+            ip.events.unregister(name, callback)
+        except ValueError:
+            pass
+    watch._close()
 
 
 # ---------------------------------------------------------------------------- CLI

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import linecache
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -574,3 +575,193 @@ def test_a_slice_write_under_no_grad_gets_the_same_error_with_the_locator():
     assert str(watched.value) == str(plain.value)
     report = watched.value.inplace_report
     assert "y[..., 0:2] = y[..., 0:2] * 2" in report and "version 0 → 1" in report, report
+
+
+# ------------------------------------------------ backward's own ops run unwatched
+
+def test_a_backward_error_keeps_pytorchs_own_traceback():
+    """The locator steps off the mode stack around the engine; its frame is gone from the traceback."""
+    import traceback
+
+    def frames(err):
+        return [(f.filename, f.name) for f in traceback.extract_tb(err.__traceback__)]
+
+    with pytest.raises(RuntimeError) as plain:
+        seed.run()
+    with pytest.raises(RuntimeError) as located:
+        with locate_inplace():
+            seed.run()
+    assert frames(located.value) == frames(plain.value)
+    assert "autograder/inplace.py" not in "".join(traceback.format_tb(located.value.__traceback__))
+
+
+def test_the_engine_is_restored_and_the_mode_stack_balanced():
+    engine = torch.autograd.graph._engine_run_backward
+    x = torch.randn(3, requires_grad=True)
+    with locate_inplace():
+        with locate_inplace():                          # nested: one wrapper, held twice
+            x.sigmoid().sum().backward()
+        assert torch._C._len_torch_dispatch_stack() == 1
+        y = x.exp()
+        y.add_(1)                                       # after a backward, writes are watched again
+        with pytest.raises(RuntimeError):
+            y.sum().backward()
+    assert torch.autograd._engine_run_backward is engine
+    assert torch._C._len_torch_dispatch_stack() == 0
+
+
+def test_backward_with_create_graph_is_watched():
+    """With create_graph=True backward builds a graph; what it saves is located like forward's saves."""
+    x = torch.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError) as info:
+        with locate_inplace() as loc:
+            h = x * 2
+            y = h.tanh()
+            (g,) = torch.autograd.grad(y.sum(), h, create_graph=True)  # @cg_grad
+            y.mul_(2)  # @cg_write
+            g.sum().backward()
+    report = info.value.inplace_report
+    assert f"saved at version 0 by tanh_backward at {os.path.relpath(HERE)}:{_line(HERE, 'cg_grad')}" in report
+    assert f"written at {os.path.relpath(HERE)}:{_line(HERE, 'cg_write')} (0 → 1)" in report
+    assert sorted(r.op for r in loc.broken) == ["tanh", "tanh_backward"]
+
+
+# ------------------------------------------------- %load_ext autograder.inplace (IPython)
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+_FAILING_CELL = """\
+p = torch.randn(2, 3, 4, requires_grad=True)
+y = p.sigmoid()
+y[..., 0:2] = y[..., 0:2] * 2 - 0.5    # first write
+y[..., 2:4] = (y[..., 2:4] * 2) ** 2   # second write
+y.sum().backward()
+"""
+
+
+@pytest.fixture
+def shell(tmp_path, monkeypatch):
+    """A real IPython shell (no history file, no profile in $HOME) with torch imported."""
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    InteractiveShell.clear_instance()
+    ip = InteractiveShell.instance(config=config)
+    ip.run_cell("import torch", silent=True)
+    yield ip
+    ip.run_line_magic("unload_ext", "autograder.inplace")
+    InteractiveShell.clear_instance()
+    assert torch._C._len_torch_dispatch_stack() == 0
+
+
+def _run(ip, capsys, code):
+    capsys.readouterr()
+    result = ip.run_cell(code)
+    return result, _ANSI.sub("", capsys.readouterr().out)
+
+
+def test_extension_prints_the_report_and_leaves_the_error_alone(shell, capsys):
+    _, without = _run(shell, capsys, _FAILING_CELL)       # the error as IPython shows it on its own
+    shell.run_line_magic("load_ext", "autograder.inplace")
+    result, out = _run(shell, capsys, _FAILING_CELL)
+    err = result.error_in_exec
+    assert isinstance(err, RuntimeError) and "modified by an inplace operation" in str(err)
+    assert not hasattr(err, "__notes__") and not hasattr(err, "inplace_report")  # the error is untouched
+    traceback_end = out.index("is at version 2; expected version 0 instead")
+    assert out[:traceback_end] == without[:without.index("is at version 2; expected version 0 instead")]
+    report = out[traceback_end:]
+    assert "saved at version 0 by sigmoid at cell line 2; written at cell line 3 (0 → 1) " \
+           "and cell line 4 (1 → 2)" in report, report
+    first, second = report.index("# first write"), report.index("# second write")
+    assert 0 < first < second                               # the writing lines, in order
+    assert torch._C._len_torch_dispatch_stack() == 0        # nothing left on the mode stack
+
+
+def test_extension_is_silent_on_clean_cells_and_other_errors(shell, capsys):
+    shell.run_line_magic("load_ext", "autograder.inplace")
+    result, out = _run(shell, capsys, "q = torch.ones(3, requires_grad=True)\n(q.sigmoid() * 2).sum().backward()")
+    assert result.success and out == ""
+    result, out = _run(shell, capsys, "torch.ones(2) @ torch.ones(3)")
+    assert isinstance(result.error_in_exec, RuntimeError) and "In-place" not in out
+
+
+def test_extension_explains_a_caught_error_and_unloads(shell, capsys):
+    shell.run_line_magic("load_ext", "autograder.inplace")
+    shell.run_line_magic("load_ext", "autograder.inplace")   # a second load is a no-op
+    caught = ("from autograder.inplace import explain\n"
+              "p = torch.randn(3, requires_grad=True)\n"
+              "try:\n"
+              "    y = p.exp()\n"
+              "    y.add_(1)\n"
+              "    y.sum().backward()\n"
+              "except RuntimeError as err:\n"
+              "    print(explain(err))\n")
+    result, out = _run(shell, capsys, caught)
+    assert result.success and "saved at version 0 by exp at cell line 4; written at cell line 5 (0 → 1)" in out
+    # forward in one cell, backward in the next: PyTorch's numbers and a hint, no lines
+    _run(shell, capsys, "y = p.exp()\ny.add_(1)")
+    _, out = _run(shell, capsys, "y.sum().backward()")
+    assert "not seen by the locator" in out and "one cell at a time" in out
+    shell.run_line_magic("unload_ext", "autograder.inplace")
+    result, out = _run(shell, capsys, _FAILING_CELL)
+    assert isinstance(result.error_in_exec, RuntimeError) and "In-place write" not in out
+    assert torch._C._len_torch_dispatch_stack() == 0
+
+
+def test_extension_leaves_a_users_dispatch_mode_alone(shell, capsys):
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Counting(TorchDispatchMode):
+        calls = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            Counting.calls += 1
+            return func(*args, **(kwargs or {}))
+
+    shell.user_ns["Counting"] = Counting
+    shell.run_line_magic("load_ext", "autograder.inplace")
+    assert _run(shell, capsys, "mode = Counting()\nmode.__enter__()")[0].success   # left on past the cell
+    assert _run(shell, capsys, "torch.ones(2) + 1")[0].success
+    assert Counting.calls > 0
+    assert _run(shell, capsys, "mode.__exit__(None, None, None)")[0].success     # the user's exit pops theirs
+    calls = Counting.calls
+    result, out = _run(shell, capsys, "torch.ones(2) + 1\nprint(torch._C._len_torch_dispatch_stack())")
+    assert result.success and out.strip() == "1"            # this cell's own watch, and only it
+    assert Counting.calls == calls
+    assert torch._C._len_torch_dispatch_stack() == 0
+
+
+def test_extension_costs_little_per_cell(shell):
+    """The per-cell price of watching: entering and leaving a locator (a cell without torch pays only this)."""
+    import statistics
+    import time
+
+    from autograder import inplace
+
+    shell.run_line_magic("load_ext", "autograder.inplace")
+    watch = inplace._WATCHES[id(shell)]
+    times = []
+    for _ in range(200):
+        start = time.perf_counter()
+        watch.pre_run_cell()
+        watch.post_run_cell(None)
+        times.append(time.perf_counter() - start)
+    per_cell = statistics.median(times)
+    print(f"\nextension: {per_cell * 1e6:.0f} us per cell")
+    assert per_cell < 1e-3
+
+
+def test_code_that_reads_a_saved_python_number_runs_under_the_locator():
+    """``x * 2`` keeps the 2 as a 0-dim tensor; with any dispatch mode on, PyTorch hands ops on it
+    a plain int, which ``detach``/``item`` refuse. The locator gives them the tensor back."""
+    x = torch.randn(3, requires_grad=True)
+    node = (x * 2.5).grad_fn
+    plain = node._saved_other
+    with locate_inplace():
+        saved = node._saved_other
+        assert float(saved.detach()) == 2.5 and saved.item() == 2.5
+    assert plain.item() == 2.5

@@ -19,6 +19,10 @@ class _RawDetector(torch.nn.Module):
 
 
 def test_locator_overhead_on_the_small_detector():
-    ratio = measure_overhead(_RawDetector(), input_shape=(4, 3, 64, 64), repeats=9)
+    # Same model and input for both paths; 3 warm-up runs of each, then 31 alternating plain/located
+    # forward+backward runs, one thread's CPU time; the ratio of the medians.  Any Python dispatch
+    # mode costs ~1.25x here before it does anything (every aten op, backward's included, is a call
+    # into Python): the locator's own work is what lies above that.
+    ratio = measure_overhead(_RawDetector(), input_shape=(4, 3, 64, 64), repeats=31)
     print(f"locator overhead on TinyDetector forward+backward (batch 4, 64x64): {ratio:.2f}x")
-    assert ratio < 6, f"the locator costs {ratio:.1f}x a plain run (aim: under 3x)"
+    assert ratio < 1.5, f"the locator costs {ratio:.2f}x a plain run (budget: under 1.5x)"
