@@ -73,3 +73,8 @@ if (Path(__file__).resolve().parent / "instructor" / "grading" / "sanitize.py").
 c.HTMLExporter.preprocessors = ["instructor.grading.sanitize.InertNotebook"]
 c.HTMLExporter.sanitize_html = True
 c.HTMLExporter.filters = {"clean_html": "instructor.grading.sanitize.clean_html"}
+
+# The course's own exchange (release -> fetch -> submit -> collect from formgrader and the Assignments
+# panel), inside the repository so it needs no root: grading/exchange (ignored by git; `make lab` and
+# `make lab-instructor` create it, writable by every user as nbgrader's exchange must be).
+c.Exchange.root = str(Path(__file__).resolve().parent / "grading" / "exchange")

@@ -91,6 +91,18 @@ def prepare_workspace(root: Path = REPO) -> tuple[Path, list[Path]]:
     return ws, made
 
 
+def prepare_exchange(root: Path = REPO) -> Path:
+    """The course-local nbgrader exchange (``c.Exchange.root`` in nbgrader_config.py): made if missing,
+    writable by every user (sticky, as /tmp), as nbgrader's exchange must be."""
+    exchange = Path(root) / "grading" / "exchange"
+    exchange.mkdir(parents=True, exist_ok=True)
+    try:
+        os.chmod(exchange, 0o1777)
+    except OSError:  # someone else's folder: nbgrader says what is wrong with it
+        pass
+    return exchange
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
     import tempfile
@@ -102,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     cmd = [str(Path(sys.executable).parent / "jupyter"), "lab", f"--ServerApp.root_dir={REPO}", *lab_args]
     if os.geteuid() == 0 and not any(a.startswith(("--allow-root", "--ServerApp.allow_root")) for a in lab_args):
         cmd.append("--allow-root")  # Jupyter refuses to start as root without it (containers, Binder-like hosts)
+    prepare_exchange()
     if args.instructor:
         env = instructor_env(Path(tempfile.mkdtemp(prefix="course-instructor-view-")))
         print("JupyterLab, instructor view: formgrader's Autograde and Generate Feedback run the trusted "

@@ -62,3 +62,17 @@ def test_release_keeps_answers_written_in_release(tmp_path):
     assert len(kept) == 1 and _has(kept[0], "ANSWER IN RELEASE"), kept
     course.release([ASSIGNMENT], root=root)  # unchanged release: nothing more is copied
     assert len(sorted((root / "workspace" / ASSIGNMENT).glob("*.ipynb"))) == 2
+
+
+def test_the_course_has_its_own_exchange(tmp_path):
+    """Release and collect work from formgrader and the Assignments panel with no root: nbgrader's
+    exchange is grading/exchange in the course, made by the labs, writable by every user."""
+    import stat
+
+    from autograder.lab import prepare_exchange
+    from instructor.layout import load_config
+
+    exchange = prepare_exchange(tmp_path)
+    assert exchange == tmp_path / "grading" / "exchange"
+    assert stat.S_IMODE(exchange.stat().st_mode) == 0o1777
+    assert load_config(REPO).Exchange.root == str(REPO / "grading" / "exchange")
