@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup demo test test-fast lab lab-instructor release selfgrade lock train screenshots clean bench bench-grading sandbox-check
+.PHONY: help setup demo test test-fast lab lab-instructor release selfgrade lock train screenshots clean bench bench-grading sandbox-check gpu-check
 
 help:
 	@echo "make demo       set up, release and autograde 4 sample submissions, print the grade table (DEMO_ARGS=--full: all)"
@@ -21,6 +21,7 @@ help:
 	@echo "make lock       rewrite constraints.txt from the current venv"
 	@echo "make bench      grade a synthetic class three ways (nbgrader alone, --jobs 1, --jobs N); BENCH_ARGS=--copies 2"
 	@echo "make bench-grading  time plain autograde vs the sandboxed, confirmed pipeline (minutes)"
+	@echo "make gpu-check  on a CUDA machine: every hidden check's CUDA cases on the references and the samples; skipped without a GPU (GPU_CHECK_ARGS=--assignment 03_yolo_head)"
 
 $(STAMP): constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -64,6 +65,9 @@ bench: setup
 
 bench-grading: setup
 	$(BIN)/python scripts/bench_grading.py
+
+gpu-check: setup
+	$(BIN)/python -m instructor.grading.gpu_check $(GPU_CHECK_ARGS)
 
 screenshots: setup
 	UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/test_browser.py
