@@ -186,11 +186,28 @@ def call_student(fn: Callable, *args, name: str | None = None, **kwargs) -> Any:
              hint=f"replace `raise NotImplementedError` in the cell that defines {name}, run it, then rerun this test.")
     if crash is not None:
         fail(f"{name}(...) raised {type(crash).__name__}", detail=_crash_detail(crash),
-             inputs=", ".join(describe(a) for a in args) if args else None,
-             hint="run it yourself on the input above and read the full traceback.")
+             inputs=", ".join(describe(a) for a in args) if args else None, hint=_crash_hint(crash))
     for w in caught:
         print(f"(warning while running {name}: {w.category.__name__}: {w.message})")
     return result
+
+
+#: What a regular-expression match object has and ``None`` has not: ``re.search(...).group(1)`` on a
+#: pattern that matched nothing fails with ``'NoneType' object has no attribute 'group'``.
+_MATCH_METHODS = ("group", "groups", "groupdict", "span", "start", "end", "string", "lastindex")
+NO_MATCH_HINT = ("your pattern matched nothing in the message: print the message and try the pattern on it "
+                 "with re.search(...) (it returns None when nothing matches).")
+
+
+def _crash_hint(err: BaseException) -> str:
+    """What to try next after a crash: the regex hint when the crash is a failed match used as a match."""
+    text = str(err)
+    if isinstance(err, AttributeError) and any(f"'NoneType' object has no attribute '{m}'" in text
+                                               for m in _MATCH_METHODS):
+        return NO_MATCH_HINT
+    if isinstance(err, TypeError) and "'NoneType' object is not subscriptable" in text:
+        return "if that None came from re.search or re.match, " + NO_MATCH_HINT
+    return "run it yourself on the input above and read the full traceback."
 
 
 def _crash_detail(err: BaseException, lines: int = 3) -> str:

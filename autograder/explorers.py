@@ -34,7 +34,7 @@ from matplotlib.patches import FancyBboxPatch, Rectangle
 
 __all__ = [
     "SavedInfo", "GraphNode", "AutogradGraph", "saved_tensors", "autograd_graph", "stale_saved",
-    "draw_autograd_graph", "saved_bytes", "VersionExplorer", "Snapshot", "DecodeExplorer", "decode_one",
+    "draw_autograd_graph", "saved_bytes", "freed_saved", "VersionExplorer", "Snapshot", "DecodeExplorer", "decode_one",
     "figure_png", "show_figure",
 ]
 
@@ -44,6 +44,9 @@ _INPLACE_MARK = "modified by an inplace operation"
 # Colours used by every figure (colour-blind safe pairs: blue/orange, plus red for "broken").
 C_OP, C_LEAF, C_SAVED, C_STALE, C_EDGE = "#dbe9f6", "#d9f0d3", "#fff2cc", "#f4cccc", "#555555"
 RED, BLUE, ORANGE, GREEN = "#c0392b", "#1f77b4", "#ff7f0e", "#2ca02c"
+# cells of the version explorer's table: unchanged, went up on that line, a saved tensor now stale
+C_CELL, C_BUMP = "#eef3f8", "#fde0c5"
+_FREED_MARK = "freed"   # PyTorch's text for a saved tensor released by an earlier backward()
 
 
 # --------------------------------------------------------------------------- figures and display
@@ -314,6 +317,32 @@ def saved_bytes(roots, exclude=()) -> int:
     return sum(sizes.values())
 
 
+def freed_saved(roots) -> bool:
+    """Whether a ``backward()`` already ran through (part of) the graph from ``roots`` and freed what
+    the nodes it ran had saved (one that failed part-way frees the nodes before the failure).
+
+    Asked from PyTorch: reading a freed ``_saved_*`` attribute raises its "already been freed" error.
+    """
+    seen, stack = set(), _roots(roots)
+    while stack:
+        fn = stack.pop()
+        if fn is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        for full in dir(fn):
+            if not full.startswith("_saved_"):
+                continue
+            try:
+                getattr(fn, full)
+            except RuntimeError as err:
+                if _FREED_MARK in str(err):
+                    return True
+            except Exception:  # noqa: BLE001 - an accessor PyTorch cannot answer
+                continue
+        stack.extend(nxt for nxt, _ in fn.next_functions if nxt is not None)
+    return False
+
+
 def stale_saved(roots, names: dict[str, torch.Tensor] | None = None) -> list[tuple[str, SavedInfo]]:
     """Every saved tensor reachable from ``roots`` that was modified in place after being saved.
 
@@ -429,6 +458,8 @@ class Snapshot:
     saved: list[tuple[str, SavedInfo]]   # (grad_fn name, what it saved), over every reachable node
     stale: list[tuple[str, SavedInfo]]   # the saved tensors that are stale now
     error: str | None = None             # what this line raised, if anything
+    has_graph: bool = False              # some named tensor has a grad_fn (there is a node to look at)
+    freed: bool = False                  # a backward() ran and freed what (some) nodes had saved
 
     @property
     def backward_would_fail(self) -> bool:
@@ -500,7 +531,33 @@ class VersionExplorer(_Explorer):
         graph = autograd_graph(roots, named) if roots else AutogradGraph({}, [], None)
         saved = [(n.short.split("\n")[0], s) for n in graph.nodes.values() for s in n.saved]
         stale = [(op, s) for op, s in saved if s.stale]
-        return Snapshot(step, line, tensors, saved, stale, error)
+        return Snapshot(step, line, tensors, saved, stale, error, has_graph=bool(roots),
+                        freed=bool(roots) and freed_saved(roots))
+
+    @staticmethod
+    def saved_lines(snap: Snapshot) -> list[str]:
+        """What the nodes saved, one line each; when they saved nothing, why (it depends on the state)."""
+        if snap.saved:
+            return [f"{op} saved {s.describe()}" for op, s in snap.saved]
+        if not snap.has_graph:
+            return ["no autograd node yet: no tensor has a grad_fn"]
+        if snap.freed:
+            return ["none any more: backward() freed the tensors the nodes had saved"]
+        return ["the autograd nodes so far saved no tensor"]
+
+    @staticmethod
+    def verdict(snap: Snapshot) -> str:
+        """backward() at this moment, in words (the line's own error first)."""
+        if snap.error:
+            return "this line raised " + snap.error
+        if snap.stale:
+            return "backward() now: FAILS — " + "; ".join(
+                f"{op} needs {s.label} at v{s.saved_version}, it is at v{s.current_version}" for op, s in snap.stale)
+        if snap.freed:
+            return "backward() ran: the graph's saved tensors are freed"
+        if not snap.has_graph:
+            return "backward() now: no graph yet, nothing to differentiate"
+        return "backward() now: would run"
 
     # -- navigation
     @property
@@ -532,49 +589,61 @@ class VersionExplorer(_Explorer):
         out = [f"after line {snap.step}: {snap.line}" if snap.line else "before line 1"]
         for t in snap.tensors.values():
             out.append(f"  {t.name:>5}._version = {t.version}   grad_fn = {t.grad_fn}")
-        for op, s in snap.saved:
-            out.append(f"  {op} saved {s.describe()}")
+        out += ["  " + line for line in self.saved_lines(snap)]
         if snap.error:
             out.append("  this line raised " + snap.error)
-        out.append("  backward() would FAIL now" if snap.stale else "  backward() would run now")
+        if snap.stale:
+            out.append("  backward() would FAIL now")
+        elif snap.freed:
+            out.append("  backward() ran; what the nodes saved is freed")
+        elif snap.has_graph:
+            out.append("  backward() would run now")
+        else:
+            out.append("  no graph yet: nothing to run backward() on")
         return "\n".join(out)
 
     def figure(self, snap: Snapshot | None = None) -> Figure:
+        from matplotlib.patches import Patch
+
         snap = snap or self.state
         names: list[str] = []
         for s in self.snapshots:
             for k in s.tensors:
                 if k not in names:
                     names.append(k)
-        fig = Figure(figsize=(11.5, 0.42 * (self.n_steps + 1) + 2.6))
-        gs = fig.add_gridspec(2, 2, width_ratios=[1.25, 1], height_ratios=[self.n_steps + 1, 3.2],
-                              hspace=0.25, wspace=0.05)
+        fig = Figure(figsize=(11.5, 0.42 * (self.n_steps + 1) + 2.9))
+        gs = fig.add_gridspec(2, 2, width_ratios=[1.35, 1], height_ratios=[self.n_steps + 1.5, 3.6],
+                              hspace=0.22, wspace=0.05)
         code, table, bottom = fig.add_subplot(gs[0, 0]), fig.add_subplot(gs[0, 1]), fig.add_subplot(gs[1, :])
         fail_at = self.first_failing_step()
+        top = -0.5    # a header row (y = 0) above line 1, on both axes alike
         # the program, current line marked
         code.set_xlim(0, 1)
-        code.set_ylim(self.n_steps + 0.5, -0.5)
+        code.set_ylim(self.n_steps + 0.5, top)
         code.axis("off")
-        code.text(0.0, -0.2, "line", fontsize=8, color="#777777")
+        code.text(0.025, 0, "line   (▶ the line that just ran)", fontsize=8, color="#777777", va="center")
         for i, line in enumerate(self.lines, start=1):
             done = i <= snap.step
             if i == snap.step:
                 code.add_patch(Rectangle((0, i - 0.45), 1, 0.9,
                                          facecolor="#fff2cc", edgecolor="none"))
             failed = self.snapshots[i].error is not None
-            code.text(0.01, i, f"{i:>2}  {line}", family="monospace", fontsize=8.5, va="center",
+            code.text(0.025, i, f"{i:>2}  {line}", family="monospace", fontsize=8.5, va="center",
                       color=(RED if failed and done else "#111111" if done else "#aaaaaa"))
             if i == snap.step:
-                code.text(0.985, i, "◀ just ran", fontsize=8, va="center", ha="right", color=ORANGE)
-        # versions: rows = steps, columns = tensors
+                code.text(0.003, i, "▶", fontsize=8, va="center", ha="left", color=ORANGE)
+        # versions: rows = steps, columns = tensors; a header row of names, the quantity said once above it
         table.set_xlim(-0.5, max(len(names), 1) - 0.5)
-        table.set_ylim(self.n_steps + 0.5, -0.5)
-        table.set_xticks(range(len(names)))
-        table.set_xticklabels([f"{n}._version" for n in names], fontsize=7.5, rotation=0)
-        table.xaxis.tick_top()
-        table.set_yticks([])
-        for sp in table.spines.values():
-            sp.set_visible(False)
+        table.set_ylim(self.n_steps + 0.5, top)
+        table.axis("off")
+        table.text((len(names) - 1) / 2, top - 0.1, "._version of each tensor after each line",
+                   ha="center", va="bottom", fontsize=8, color="#777777")
+        header = 7.5 if len(names) <= 6 else 6.5
+        for j, n in enumerate(names):
+            table.text(j, 0, n if len(n) <= 8 else n[:7] + "…", ha="center", va="center",
+                       fontsize=header, family="monospace")
+        used: dict[str, bool] = {}    # cell colour -> drawn; the legend shows only those
+        bold = False
         for s in self.snapshots[1:snap.step + 1]:
             stale_names = {x.name for _, x in s.stale}
             for j, n in enumerate(names):
@@ -583,29 +652,35 @@ class VersionExplorer(_Explorer):
                 v = s.tensors[n].version
                 prev = self.snapshots[s.step - 1].tensors.get(n)
                 bumped = prev is not None and prev.version != v
-                colour = C_STALE if n in stale_names else ("#fde0c5" if bumped else "#eef3f8")
+                colour = C_STALE if n in stale_names else (C_BUMP if bumped else C_CELL)
+                used[colour] = True
+                bold = bold or bumped
                 table.add_patch(Rectangle((j - 0.45, s.step - 0.42), 0.9, 0.84, facecolor=colour,
                                           edgecolor=RED if n in stale_names else "none"))
                 table.text(j, s.step, str(v), ha="center", va="center", fontsize=9,
                            fontweight="bold" if bumped else "normal")
         # bottom: what is saved now, and the verdict
         bottom.axis("off")
-        lines = []
-        for op, s in snap.saved:
-            lines.append(f"{op} saved {s.describe()}")
-        if not lines:
-            lines.append("no autograd node has saved a tensor yet")
-        verdict = ("backward() now: FAILS — " + "; ".join(f"{op} needs {s.label} at v{s.saved_version}, "
-                                                         f"it is at v{s.current_version}" for op, s in snap.stale)
-                   if snap.stale else "backward() now: would run")
+        lines = self.saved_lines(snap)
+        if len(lines) > 5:
+            lines = lines[:4] + [f"(+{len(lines) - 4} more)"]
+        verdict = self.verdict(snap)
         if snap.error:
-            verdict = "this line raised " + textwrap.shorten(snap.error, 150)
-        bottom.text(0, 1, "what each autograd node saved (and that tensor's version):\n" + "\n".join(lines[:6]),
+            verdict = textwrap.shorten(verdict, 240)
+        bottom.text(0, 1, "what each autograd node saved (and that tensor's version):\n" + "\n".join(lines),
                     va="top", family="monospace", fontsize=8)
-        bottom.text(1, 1, "orange cell: version went up on that line\nred cell: a saved tensor is now stale",
-                    va="top", ha="right", fontsize=7.5, color="#555555")
-        bottom.text(0, 0.05, verdict, va="bottom", fontsize=9.5, fontweight="bold",
-                    color=RED if (snap.stale or snap.error) else GREEN)
+        labels = {C_CELL: "version unchanged on that line",
+                  C_BUMP: "version went up on that line",
+                  C_STALE: "saved by a node, then written in place (stale)"}
+        handles = [Patch(facecolor=c, edgecolor=RED if c == C_STALE else "#bbbbbb", label=labels[c])
+                   for c in (C_CELL, C_BUMP, C_STALE) if c in used]
+        if handles:
+            legend = bottom.legend(handles=handles, loc="upper right", fontsize=7.5, frameon=False,
+                                   title="bold number: went up on that line" if bold else None,
+                                   title_fontsize=7.5, alignment="right")
+            legend.get_title().set_color("#555555")
+        bottom.text(0, 0.0, textwrap.fill(verdict, 125), va="bottom", fontsize=9.5, fontweight="bold",
+                    color=RED if (snap.stale or snap.error) else GREEN if snap.has_graph else "#555555")
         where = f"   (first fails after line {fail_at})" if fail_at else ""
         fig.suptitle(f"{self.title}  step {snap.step}/{self.n_steps}{where}".strip(), fontsize=10.5, y=0.995)
         return fig

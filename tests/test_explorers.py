@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from autograder import explorers as E
 from autograder.explorers import (DecodeExplorer, VersionExplorer, autograd_graph, decode_one,
-                                  draw_autograd_graph, figure_png, saved_tensors, stale_saved)
+                                  draw_autograd_graph, figure_png, freed_saved, saved_tensors, stale_saved)
 
 ERROR_RE = re.compile(r"output 0 of (Sigmoid|SigmoidBackward0), is at version 2; expected version 0")
 
@@ -81,6 +81,73 @@ def test_version_explorer_navigation_and_widget_callbacks():
     fig = ex.figure()
     assert isinstance(fig, Figure) and len(fig.axes) == 3
     assert figure_png(fig)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_freed_saved_is_what_pytorch_says_after_backward():
+    p = torch.tensor([0.3, -1.2], requires_grad=True)
+    y = p.sigmoid()
+    assert not freed_saved(y)
+    y.sum().backward(retain_graph=True)
+    assert not freed_saved(y)                            # retained: still there
+    y.grad_fn._saved_result                              # and readable
+    y.sum().backward()
+    assert freed_saved(y)
+    with pytest.raises(RuntimeError, match="freed"):     # PyTorch agrees
+        y.grad_fn._saved_result
+
+
+def test_version_explorer_says_what_each_state_is():
+    fixed, broken = VersionExplorer(E.FIXED_PROGRAM), VersionExplorer(E.DEFAULT_PROGRAM)
+    said = {k: "\n".join(fixed.saved_lines(fixed.snapshots[k])) for k in (0, 1, 3, fixed.n_steps)}
+    assert "no autograd node yet" in said[0] and "no autograd node yet" in said[1]
+    assert "SigmoidBackward0 saved result = y" in said[3]
+    last = fixed.snapshots[-1]                            # after a backward() that ran: freed, not "yet"
+    assert last.freed and not last.saved and "freed" in said[fixed.n_steps] and "yet" not in said[fixed.n_steps]
+    assert "freed" in fixed.verdict(last) and "would run" not in fixed.verdict(last)
+    assert "would run" in fixed.verdict(fixed.snapshots[3]) and "no graph" in fixed.verdict(fixed.snapshots[1])
+    failed = broken.snapshots[-1]   # backward() failed at the sigmoid: the nodes it ran before are freed,
+    assert failed.freed and failed.error and [op for op, _ in failed.saved] == ["SigmoidBackward0"]
+    assert failed.stale and "SigmoidBackward0 saved result = y" in "\n".join(broken.saved_lines(failed))
+    assert broken.verdict(failed).startswith("this line raised RuntimeError")  # the stale save is still there
+    assert "backward() would FAIL" in broken.report(failed)
+
+
+def _drawn(fig):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+@pytest.mark.parametrize("program", [E.DEFAULT_PROGRAM, E.FIXED_PROGRAM,
+                                     "p = torch.ones(3, requires_grad=True)\nc = (p * 1).clone()\nc.add_(1)"])
+def test_version_figure_legend_shows_only_the_colours_drawn(program):
+    from matplotlib.colors import to_hex
+
+    ex = VersionExplorer(program)
+    for snap in ex.snapshots:
+        fig = ex.figure(snap)
+        table, bottom = fig.axes[1], fig.axes[2]
+        drawn = {to_hex(p.get_facecolor()) for p in table.patches}
+        legend = bottom.get_legend()
+        shown = {to_hex(h.get_facecolor()) for h in legend.legend_handles} if legend else set()
+        assert shown == drawn, (snap.step, shown, drawn)
+        bold = any(t.get_fontweight() == "bold" for t in table.texts)
+        assert bold == bool(legend and legend.get_title().get_text()), snap.step
+
+
+def test_version_figure_headers_and_lines_do_not_overlap():
+    ex = VersionExplorer(E.FIXED_PROGRAM)                 # six tensors: the widest table of the lessons
+    fig = ex.figure(ex.snapshots[-1])
+    renderer = _drawn(fig)
+    code, table = fig.axes[0], fig.axes[1]
+    headers = sorted((t for t in table.texts if t.get_position()[1] == 0), key=lambda t: t.get_position()[0])
+    assert [t.get_text() for t in headers] == list(ex.snapshots[-1].tensors)
+    boxes = [t.get_window_extent(renderer) for t in headers]
+    assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:])), [(b.x0, b.x1) for b in boxes]
+    table_left = min(p.get_window_extent(renderer).x0 for p in table.patches)
+    assert all(t.get_window_extent(renderer).x1 < table_left for t in code.texts)
 
 
 def test_version_explorer_records_a_raising_line_and_continues():
