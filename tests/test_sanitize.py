@@ -205,15 +205,15 @@ def test_the_preprocessor_makes_a_notebook_inert():
 def test_wired_into_grading_feedback_and_formgrader(tmp_path):
     from nbgrader.preprocessors import SaveAutoGrades
 
-    from instructor.grading import course
+    from instructor.grading import course, pipeline
 
-    cfg = course.sandboxed_config(tmp_path)
+    cfg = pipeline.sandboxed_config(tmp_path)
     assert InertNotebook in cfg.Autograde.sanitize_preprocessors
     steps = list(cfg.Autograde.autograde_preprocessors)
     assert steps[0].__name__ != "InertNotebook" and steps.index(InertNotebook) < steps.index(SaveAutoGrades)
     assert InertNotebook in cfg.GenerateFeedback.preprocessors
     assert cfg.HTMLExporter.sanitize_html is True and cfg.HTMLExporter.filters["clean_html"] is clean_html
-    replay = course.replay_config(tmp_path)
+    replay = pipeline.replay_config(tmp_path)
     assert InertNotebook in replay.Autograde.sanitize_preprocessors  # workers and the recorder agree
     # nbgrader_config.py: every HTMLExporter nbgrader makes from it (formgrader's) is configured too
     plain = course.load_config(tmp_path)
