@@ -306,3 +306,24 @@ def test_a_function_that_never_returns_is_waited_for_once(tmp_path):
         assert len(results) == 3 and all(r["__error__"]["type"] == "Timeout" for r in results), results
     # 5 s for the first cell, then 1 s a cell and 1 s for the one case that is tried: without the rule, 5 s each (25 s)
     assert took < 22, f"{took:.1f} s (without the rule at least 25 s)"
+
+
+def test_the_course_own_cells_get_a_shorter_limit_in_the_confirmation():
+    """A released cell of the course's own (unchanged) runs in seconds: past COURSE_CELL_SECONDS it is
+    stuck in a student's function; answers and the student's own cells keep the full cell limit."""
+    import nbformat
+
+    from instructor.grading import confirm
+
+    [release] = sorted((REPO / "release" / "03_yolo_head").glob("*.ipynb"))
+    nb = nbformat.read(release, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("my_own = 1"))
+    edited = next(c for c in nb.cells if c.cell_type == "code" and not c.metadata.get("nbgrader"))
+    edited.source += "\n# changed by the student"
+    limits = confirm.confirmation_cell_limits(nb, 180.0, confirm.course_cell_sources("03_yolo_head"))
+    cells = [c for c in nb.cells if c.cell_type == "code" and not confirm.is_test_cell(c)]
+    assert len(limits) == len(cells)
+    for cell, limit in zip(cells, limits):
+        mine = cell.metadata.get("nbgrader", {}).get("solution") or cell is edited or cell.source == "my_own = 1"
+        assert limit == (180.0 if mine else confirm.COURSE_CELL_SECONDS), (cell.source[:60], limit)
+    assert confirm.COURSE_CELL_SECONDS in limits and 180.0 in limits

@@ -26,7 +26,7 @@ from pathlib import Path
 import nbformat
 
 from ..hidden import Check, Verdict, checks_for, judge_results, probe_source
-from ..layout import is_test_cell, test_cell_ids
+from ..layout import REPO, is_test_cell, nbgrader_meta, test_cell_ids
 from . import sandbox
 
 DRIVER = Path(__file__).resolve().parents[1] / "hidden" / "probe_driver.py"
@@ -52,16 +52,45 @@ def confirmation_cells(nb) -> list[str]:
     return [c.source for c in nb.cells if c.cell_type == "code" and not is_test_cell(c)]
 
 
+#: The time limit of a cell of the course's own (locked, not an answer) in the confirmation run: the
+#: slowest of them takes seconds; past this, it is stuck in a student's function that never returns.
+COURSE_CELL_SECONDS = 60.0
+
+
+def course_cell_sources(assignment: str) -> set[str]:
+    """Sources of the released notebook's own code cells (not answers, not tests)."""
+    out = set()
+    for path in sorted((REPO / "release" / assignment).glob("*.ipynb")):
+        for c in nbformat.read(path, as_version=4).cells:
+            if c.cell_type == "code" and not is_test_cell(c) and not nbgrader_meta(c).get("solution"):
+                out.add(c.source)
+    return out
+
+
+def confirmation_cell_limits(nb, cell_timeout: float, course_sources: set[str] = frozenset()) -> list[float]:
+    """Per cell of :func:`confirmation_cells`: the course's own cells (their source as released) get
+    :data:`COURSE_CELL_SECONDS`, answers and the student's own cells the full cell limit (they may
+    legitimately take long)."""
+    out = []
+    for c in nb.cells:
+        if c.cell_type != "code" or is_test_cell(c):
+            continue
+        ours = not nbgrader_meta(c).get("solution") and c.source in course_sources
+        out.append(min(cell_timeout, COURSE_CELL_SECONDS) if ours else cell_timeout)
+    return out
+
+
 def _job(cells: list[str], checks: list[Check], case_lists: list[list[dict]], case_timeout: float,
-         cell_timeout: float) -> dict:
+         cell_timeout: float, cell_limits: list[float] | None = None) -> dict:
     return {"cells": cells, "case_timeout": float(case_timeout), "cell_timeout": float(cell_timeout),
+            "cell_limits": [float(x) for x in (cell_limits or [])],
             "checks": [{"grade_id": c.grade_id, "function": c.function, "source": probe_source(c), "cases": cases}
                        for c, cases in zip(checks, case_lists)]}
 
 
 def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict]], *,
                limits: "sandbox.Limits | None" = None, workdir: Path | None = None,
-               use_sandbox: bool = True) -> tuple[dict[str, list | None], list[str], bool]:
+               use_sandbox: bool = True, cell_limits: list[float] | None = None) -> tuple[dict[str, list | None], list[str], bool]:
     """Run the driver until every check has results or was ended by the notebook.
 
     Returns ({grade_id: results or None}, flags, sandboxed, sources of the cells that ran into the cell limit).
@@ -88,7 +117,7 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
             scratch.mkdir(parents=True, exist_ok=True)
             shutil.copy2(DRIVER, scratch / "probe_driver.py")
             torch.save(_job(cells, [checks[i] for i in pending], [case_lists[i] for i in pending],
-                            limits.case_seconds, limits.cell_seconds), scratch / "job.pt")
+                            limits.case_seconds, limits.cell_seconds, cell_limits), scratch / "job.pt")
             out = scratch / "out"
             out.mkdir()
             remaining = max(1.0, deadline - time.monotonic())
@@ -187,8 +216,11 @@ def confirm(nb, assignment: str, *, limits=None, workdir: Path | None = None,
     wanted = set(wanted if wanted is not None else test_cell_ids(nb))
     checks = [c for c in checks_for(assignment) if c.grade_id in wanted]
     case_lists = [c.cases() for c in checks]
+    limits = limits or sandbox.Limits.from_config()
     results, flags, sandboxed, hung = run_probes(confirmation_cells(nb), checks, case_lists, limits=limits,
-                                           workdir=workdir, use_sandbox=use_sandbox)
+                                                 cell_limits=confirmation_cell_limits(nb, limits.cell_seconds,
+                                                                                      course_cell_sources(assignment)),
+                                                 workdir=workdir, use_sandbox=use_sandbox)
     conf = Confirmation(flags=flags, sandboxed=sandboxed, hung_cells=hung)
     for check, cases in zip(checks, case_lists):
         got = results.get(check.grade_id)

@@ -794,6 +794,16 @@ def sandboxed_execute_class():
             if cell.cell_type != "code":
                 return cell, self.resources
             self._cell_used = 0
+            gid = (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
+            if gid in self._hung or source_key(cell.get("source", "")) in self._hung_cells:
+                # it never returned in the confirmation run: not called again (an endless loop costs once)
+                cell.outputs = []
+                self._error(cell, "NotRunAgain", "this cell never returned in the grader's confirmation run "
+                                                 "(an endless loop?): it was not run again")
+                if not any("never returned" in f for f in self.course_flags):
+                    self.course_flags.append(f"cell {index + 1} (and any other that never returned in the confirmation "
+                                             "run) was not run again in the kernel: look for a loop that never ends")
+                return cell, self.resources
             for attempt in (0, 1):
                 left = self._deadline - time.monotonic()
                 if left <= 0:

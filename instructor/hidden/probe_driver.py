@@ -29,8 +29,8 @@ MAX_ITEMS = 10_000     # items kept of any list / dict a probe returns
 MAX_ELEMENTS = 1 << 24  # elements of one tensor (64 MiB of float32)
 
 
-HUNG_CASE_SECONDS = 15.0  # a case's time limit once some graded function was seen never to return
-HUNG_CELL_SECONDS = 30.0  # a cell's time limit once an earlier cell ran into its own
+HUNG_CASE_SECONDS = 10.0  # a case's time limit once some graded function was seen never to return
+HUNG_CELL_SECONDS = 10.0  # a cell's time limit once an earlier cell ran into its own
 
 
 def _timed_out(result) -> bool:
@@ -191,6 +191,7 @@ def main(job_path: str, outdir: str) -> int:
     # Student code must not be able to replace this process's view of the job afterwards.
     cells, checks, timeout = list(job["cells"]), list(job["checks"]), float(job.get("case_timeout", 60))
     cell_timeout = float(job.get("cell_timeout", 180))
+    cell_limits = [float(x) for x in job.get("cell_limits") or []]
 
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -201,7 +202,8 @@ def main(job_path: str, outdir: str) -> int:
         _write(progress, f"cell {i}\n")
         signal.signal(signal.SIGALRM, _cell_alarm)
         # after one cell ran into its limit (an endless loop), the cells that call the same code would too
-        limit = min(cell_timeout, HUNG_CELL_SECONDS) if _ALARMS else cell_timeout
+        limit = cell_limits[i] if i < len(cell_limits) else cell_timeout
+        limit = min(limit, HUNG_CELL_SECONDS) if _ALARMS else limit
         _CURRENT[0] = i
         signal.setitimer(signal.ITIMER_REAL, limit)
         try:
