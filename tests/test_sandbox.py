@@ -327,3 +327,25 @@ def test_the_course_own_cells_get_a_shorter_limit_in_the_confirmation():
         mine = cell.metadata.get("nbgrader", {}).get("solution") or cell is edited or cell.source == "my_own = 1"
         assert limit == (180.0 if mine else confirm.COURSE_CELL_SECONDS), (cell.source[:60], limit)
     assert confirm.COURSE_CELL_SECONDS in limits and 180.0 in limits
+
+
+def test_a_new_gradebook_needs_no_alembic_subprocess(tmp_path, monkeypatch):
+    """The gradebook schema's head revision, read from nbgrader's migration scripts, is what
+    `alembic heads` says (the subprocess nbgrader runs for every new gradebook)."""
+    import nbgrader.api
+
+    from instructor.grading import pipeline
+
+    monkeypatch.setattr(nbgrader.api, "get_alembic_version", nbgrader.api.get_alembic_version)
+    original = nbgrader.api.get_alembic_version
+    pipeline.prepare_environment()
+    assert nbgrader.api.get_alembic_version is not original
+    assert pipeline.alembic_head() == original()  # one real `alembic heads`
+    import subprocess as sp
+
+    def no_subprocess(*a, **k):
+        raise AssertionError("a subprocess was started")
+
+    monkeypatch.setattr(sp, "check_output", no_subprocess)
+    with nbgrader.api.Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:
+        assert gb.db.execute(nbgrader.api.text("SELECT version_num FROM alembic_version")).scalar() == pipeline.alembic_head()
