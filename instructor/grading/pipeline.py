@@ -243,6 +243,7 @@ def _gradebooks_without_alembic() -> None:
         return alembic_head() or original()
 
     get_alembic_version._course = True
+    get_alembic_version._original = original
     nbgrader.api.get_alembic_version = get_alembic_version
 
 
