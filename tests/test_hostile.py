@@ -193,6 +193,11 @@ def test_feedback_shows_the_flags_and_never_the_hidden_part(hostile_batch):
 def test_root_files_stay_closed(hostile_batch):
     """Grading as root, the sandbox is an unprivileged host uid: /etc/shadow, ssh keys, pid 1's
     environment cannot be read (the control, where the sandbox user is host root, is in test_sandbox)."""
+    from instructor.grading.sandbox import drops_privileges
+
+    if os.geteuid() == 0 and not drops_privileges():
+        pytest.skip("this host does not let root run bubblewrap privileged: the sandbox is root outside "
+                    "(python -m instructor.grading.sandbox reports it)")
     html = hostile_batch["feedback"]["root_files"]
     assert "closed:" in html and "/etc/shadow" in html, "the reading cell did not run"
     import re
@@ -207,7 +212,9 @@ def test_the_disk_is_bounded_per_submission(hostile_batch):
     html = hostile_batch["feedback"]["disk_fill"]
     wrote = [int(n) for n in re.findall(r"WROTE (\d+) MiB", html)]
     assert len(wrote) == 3, "the filling cell did not run"
-    if os.geteuid() == 0:  # the bound is a tmpfs the grader mounts
+    from instructor.grading.sandbox import can_bound_disk
+
+    if can_bound_disk():  # the bound is a tmpfs the grader mounts (root with CAP_SYS_ADMIN)
         assert max(wrote) <= DISK_MB, f"{wrote} MiB written with a bound of {DISK_MB} MiB"
 
 

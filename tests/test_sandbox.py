@@ -146,6 +146,9 @@ for p in %r:
 @needs_bwrap
 def test_the_sandbox_is_never_root_outside(tmp_path):
     """Grading as root, the sandbox runs as an unprivileged *host* uid: root's files stay closed."""
+    if __import__("os").geteuid() == 0 and not sandbox.drops_privileges():
+        pytest.skip("this host does not let root run bubblewrap privileged (no CAP_SYS_ADMIN): the sandbox "
+                    "falls back to a user namespace, root outside, and `python -m instructor.grading.sandbox` says so")
     res, out = _run(tmp_path, _READER)
     assert res.returncode == 0 and res.sandboxed, res
     inside, outside = int(out["uid_map"][0]), int(out["uid_map"][1])
@@ -153,7 +156,7 @@ def test_the_sandbox_is_never_root_outside(tmp_path):
     assert host_uid != 0, f"the sandbox user is host uid 0: {out}"
     for p in SECRETS:
         assert not out[p].startswith("read"), f"{p} was readable in the sandbox: {out}"
-    if __import__("os").geteuid() == 0:
+    if sandbox.drops_privileges():
         assert host_uid == sandbox.sandbox_uid() and host_uid >= sandbox.Limits().host_uid
 
 
@@ -196,7 +199,7 @@ def test_a_submission_cannot_fill_the_disk(tmp_path):
     before = free()
     with sandbox.Workspace(lim) as space:
         (space / "run").mkdir()
-        if os.geteuid() == 0:
+        if sandbox.can_bound_disk():
             assert sandbox.Workspace(lim).bounded is False  # bounded only once entered
         (space / "run" / "probe.py").write_text(_FILLER + "\nimport json\njson.dump(OUT, open('out.json', 'w'))\n")
         res = sandbox.run([sandbox.python(), "probe.py"], space / "run", limits=lim, wall_seconds=60)
@@ -205,7 +208,7 @@ def test_a_submission_cannot_fill_the_disk(tmp_path):
         out = json.loads((space / "run" / "out.json").read_text()) if (space / "run" / "out.json").exists() else {}
         assert res.sandboxed, res
         assert out.get("/tmp", 99) < 17, out  # the sandbox's own /tmp is a sized tmpfs everywhere
-        if os.geteuid() == 0:
+        if sandbox.can_bound_disk():
             assert out.get(".", 99) < 17 and ". error" in out, out
             assert before - free() < (16 << 20) + (8 << 20), "the host lost more than the bound"
     # control: a plain folder is the host's disk
@@ -276,10 +279,13 @@ def test_the_report_names_the_identity_and_each_protection():
     """``python -m instructor.grading.sandbox``: measured in a sandboxed process, not assumed."""
     rep = sandbox.report(sandbox.Limits())
     proc = rep["sandboxed process"]
+    if __import__("os").geteuid() == 0 and not sandbox.drops_privileges():
+        assert rep["never root outside"] is False, rep  # the report tells the truth about a weaker host
+        return
     assert rep["never root outside"] is True, rep
     assert proc["host uid"] != 0 and proc["capabilities"] == "0000000000000000" and proc["no_new_privs"], proc
     assert proc["/tmp MiB"] <= sandbox.Limits().disk_bytes >> 20
-    assert rep["disk bound"].startswith("a tmpfs") == (__import__("os").geteuid() == 0), rep["disk bound"]
+    assert rep["disk bound"].startswith("a tmpfs") == sandbox.can_bound_disk(), rep["disk bound"]
 
 
 def test_a_function_that_never_returns_is_waited_for_once(tmp_path):

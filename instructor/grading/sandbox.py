@@ -278,8 +278,40 @@ def drops_privileges() -> bool:
     """Grading as root: bubblewrap runs privileged (no user namespace) and the sandboxed process
     drops to an unprivileged *host* uid before anything of the submission runs. (Root starting
     bubblewrap with ``--unshare-user`` would map the sandbox user to host uid 0: owner checks on
-    root's files would pass.)"""
-    return os.geteuid() == 0
+    root's files would pass.) Where the host does not let root run bubblewrap privileged (no
+    CAP_SYS_ADMIN in a container), the user-namespace mode is used and
+    ``python -m instructor.grading.sandbox`` reports the sandbox as root outside."""
+    return os.geteuid() == 0 and _privileged_bwrap()
+
+
+@functools.lru_cache(maxsize=None)
+def _privileged_bwrap() -> bool:
+    """Can this process run bubblewrap without a user namespace? (Probed once.)"""
+    if not shutil.which("bwrap") or os.environ.get("COURSE_SANDBOX") == "off":
+        return False
+    try:
+        r = subprocess.run(["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/",
+                            "--proc", "/proc", "--dev", "/dev", "--cap-drop", "ALL", "--", "/bin/true"],
+                           capture_output=True, timeout=30)
+        return r.returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@functools.lru_cache(maxsize=None)
+def can_bound_disk() -> bool:
+    """Can the grader mount a sized tmpfs per submission here (root with CAP_SYS_ADMIN)? (Probed once.)"""
+    if os.geteuid() != 0 or os.environ.get("COURSE_SANDBOX_DISK") == "off":
+        return False
+    probe = Path(tempfile.mkdtemp(prefix="disk-probe-"))
+    try:
+        libc = _libc()
+        if libc.mount(b"tmpfs", str(probe).encode(), b"tmpfs", 2 | 4, b"size=1048576,mode=0755") != 0:
+            return False
+        libc.umount2(str(probe).encode(), 2)
+        return True
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
 
 
 def sandbox_uid(limits: "Limits | None" = None) -> int:
@@ -510,7 +542,7 @@ class Workspace:
 
     def __enter__(self) -> Path:
         os.chmod(self.path, 0o755)
-        if os.geteuid() == 0 and os.environ.get("COURSE_SANDBOX_DISK") != "off":
+        if can_bound_disk():
             opts = f"size={max(1 << 20, int(self.limits.disk_bytes))},mode=0755".encode()
             self.bounded = _libc().mount(b"tmpfs", str(self.path).encode(), b"tmpfs", 2 | 4, opts) == 0  # nosuid, nodev
         return self.path
