@@ -293,6 +293,23 @@ def saved_bytes(roots, exclude=()) -> int:
     """
     skip = {(t.device.type, t.untyped_storage().data_ptr()) for t in exclude}
     sizes: dict[tuple, int] = {}
+    for fn, full in _saved_attributes(roots):
+        try:
+            value = getattr(fn, full)
+        except RuntimeError:  # written in place since it was saved: still held, still memory
+            value = _raw_saved(fn, full[len("_saved_"):])
+        except Exception:  # noqa: BLE001 - an accessor PyTorch cannot answer
+            continue
+        for t in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(t, torch.Tensor) and t.device.type != "meta":
+                key = (t.device.type, t.untyped_storage().data_ptr())
+                if key not in skip:
+                    sizes[key] = t.untyped_storage().nbytes()
+    return sum(sizes.values())
+
+
+def _saved_attributes(roots):
+    """(node, ``_saved_*`` attribute name) for every node of the backward graph from ``roots``, once each."""
     seen, stack = set(), _roots(roots)
     while stack:
         fn = stack.pop()
@@ -300,21 +317,9 @@ def saved_bytes(roots, exclude=()) -> int:
             continue
         seen.add(id(fn))
         for full in dir(fn):
-            if not full.startswith("_saved_"):
-                continue
-            try:
-                value = getattr(fn, full)
-            except RuntimeError:  # written in place since it was saved: still held, still memory
-                value = _raw_saved(fn, full[len("_saved_"):])
-            except Exception:  # noqa: BLE001 - an accessor PyTorch cannot answer
-                continue
-            for t in value if isinstance(value, (list, tuple)) else [value]:
-                if isinstance(t, torch.Tensor) and t.device.type != "meta":
-                    key = (t.device.type, t.untyped_storage().data_ptr())
-                    if key not in skip:
-                        sizes[key] = t.untyped_storage().nbytes()
+            if full.startswith("_saved_"):
+                yield fn, full
         stack.extend(nxt for nxt, _ in fn.next_functions if nxt is not None)
-    return sum(sizes.values())
 
 
 def freed_saved(roots) -> bool:
@@ -323,23 +328,14 @@ def freed_saved(roots) -> bool:
 
     Asked from PyTorch: reading a freed ``_saved_*`` attribute raises its "already been freed" error.
     """
-    seen, stack = set(), _roots(roots)
-    while stack:
-        fn = stack.pop()
-        if fn is None or id(fn) in seen:
+    for fn, full in _saved_attributes(roots):
+        try:
+            getattr(fn, full)
+        except RuntimeError as err:
+            if _FREED_MARK in str(err):
+                return True
+        except Exception:  # noqa: BLE001 - an accessor PyTorch cannot answer
             continue
-        seen.add(id(fn))
-        for full in dir(fn):
-            if not full.startswith("_saved_"):
-                continue
-            try:
-                getattr(fn, full)
-            except RuntimeError as err:
-                if _FREED_MARK in str(err):
-                    return True
-            except Exception:  # noqa: BLE001 - an accessor PyTorch cannot answer
-                continue
-        stack.extend(nxt for nxt, _ in fn.next_functions if nxt is not None)
     return False
 
 

@@ -16,6 +16,7 @@ For one submitted notebook:
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -26,6 +27,7 @@ from pathlib import Path
 import nbformat
 
 from ..hidden import Check, Verdict, checks_for, judge_results, probe_source
+from ..hidden.probe_driver import timed_out
 from ..layout import REPO, is_test_cell, nbgrader_meta, test_cell_ids
 from . import sandbox
 
@@ -42,6 +44,7 @@ class Confirmation:
     seconds: float = 0.0
     sandboxed: bool = False
     hung_cells: list[str] = field(default_factory=list)  # sources of cells that ran into the cell limit
+    hung_tests: list[str] = field(default_factory=list)  # test cells whose function never returned
 
     def as_json(self) -> dict:
         return {gid: v.as_json() for gid, v in self.verdicts.items()}
@@ -103,9 +106,8 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
     results: dict[str, list | None] = {}
     flags: list[str] = []
     sandboxed = False
-    own_tmp = workdir is None
-    space = sandbox.Workspace(limits, prefix="confirm-") if own_tmp else None
-    base = space.__enter__() if own_tmp else Path(workdir)
+    space = contextlib.ExitStack()
+    base = space.enter_context(sandbox.Workspace(limits, prefix="confirm-")) if workdir is None else Path(workdir)
     deadline = time.monotonic() + limits.wall_seconds
     budget = limits.result_bytes  # all result files of this submission together, unpacked
     hung: list[str] = []
@@ -168,8 +170,7 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
         for i in pending:
             results.setdefault(checks[i].grade_id, None)
     finally:
-        if own_tmp:
-            space.__exit__(None, None, None)
+        space.close()
     return results, flags, sandboxed, list(dict.fromkeys(hung))
 
 
@@ -221,7 +222,9 @@ def confirm(nb, assignment: str, *, limits=None, workdir: Path | None = None,
                                                  cell_limits=confirmation_cell_limits(nb, limits.cell_seconds,
                                                                                       course_cell_sources(assignment)),
                                                  workdir=workdir, use_sandbox=use_sandbox)
-    conf = Confirmation(flags=flags, sandboxed=sandboxed, hung_cells=hung)
+    conf = Confirmation(flags=flags, sandboxed=sandboxed, hung_cells=hung,
+                        hung_tests=[gid for gid, got in results.items()
+                                    if isinstance(got, list) and any(map(timed_out, got))])
     for check, cases in zip(checks, case_lists):
         got = results.get(check.grade_id)
         try:

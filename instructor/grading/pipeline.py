@@ -17,6 +17,7 @@ own preprocessors, each with one job.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -151,7 +152,14 @@ def record(api, sub: Submission, workdir: Path, res: Result, feedback: bool) -> 
     if not out.get("success"):
         res.ok, res.error = False, short_error(out)
         return
-    keep_lower(api, sub, res.verdicts, res)
+    judge_and_report(api, sub, workdir, res, res.verdicts, feedback, t0)
+
+
+def judge_and_report(api, sub: Submission, workdir: Path, res: Result, verdicts: dict, feedback: bool,
+                     t0: float) -> None:
+    """After nbgrader's autograde: the lower verdict per test cell, the scores, then the feedback with
+    the grader's notes (``t0``: when the bookkeeping began, for the phase timings)."""
+    keep_lower(api, sub, verdicts, res)
     res.questions = scores(api, sub.assignment, sub.student)
     res.autograded = sorted((workdir / "autograded" / sub.student / sub.assignment).glob("*" + NB_EXT))
     _add_phase(res, "bookkeeping", time.perf_counter() - t0)
@@ -337,10 +345,10 @@ def grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback
 
     staged = workdir / "submitted" / sub.student / sub.assignment
     deadline = time.monotonic() + limits.wall_seconds
-    space = sandbox.Workspace(limits)  # everything this submission's runs write, bounded as a whole
-    tmp = space.__enter__()
+    space = contextlib.ExitStack()
+    tmp = space.enter_context(sandbox.Workspace(limits))  # everything this submission's runs write, bounded
     try:
-        verdicts, hung_cells = {}, []
+        verdicts, hung_cells, hung_tests = {}, [], []
         for path in sorted(staged.glob("*" + NB_EXT)):
             release_nb = nbformat.read(workdir / "release" / sub.assignment / path.name, as_version=4)
             nb, why = read_notebook(path)
@@ -357,6 +365,7 @@ def grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback
             res.sandboxed = conf.sandboxed
             verdicts.update(conf.verdicts)
             hung_cells += conf.hung_cells
+            hung_tests += conf.hung_tests
         vfile = tmp / "verdicts.json"
         vfile.write_text(json.dumps({g: v.as_json() for g, v in verdicts.items()}))
         os.chmod(vfile, 0o644)
@@ -371,7 +380,8 @@ def grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback
                "COURSE_SANDBOX_CGROUP": os.pathsep.join(str(d) for d in cgroup.dirs),
                "COURSE_SANDBOX_BWRAP": "1" if sandbox.status()["bwrap"] else "0",
                "COURSE_SANDBOX_WALL": str(max(1.0, deadline - time.monotonic())),
-               "COURSE_HUNG_CELLS": json.dumps(sorted({sandbox.source_key(c) for c in hung_cells})),
+               "COURSE_HUNG": json.dumps({"cells": sorted({sandbox.source_key(c) for c in hung_cells}),
+                                          "tests": sorted(set(hung_tests))}),
                "JUPYTER_PATH": str(specs) + os.pathsep + os.environ.get("JUPYTER_PATH", "")}
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
@@ -401,22 +411,9 @@ def grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback
         if not record:  # a worker: hand the executed notebooks to the one process that records grades
             res.executed = {p.name: p.read_text(encoding="utf-8") for p in executed}
             return
-        t0 = time.perf_counter()
-        keep_lower(api, sub, verdicts, res)
-        res.questions = scores(api, sub.assignment, sub.student)
-        res.autograded = executed
-        _add_phase(res, "bookkeeping", time.perf_counter() - t0)
-        if feedback:
-            t0 = time.perf_counter()
-            fb = api.generate_feedback(sub.assignment, sub.student, force=True)
-            _add_phase(res, "feedback", time.perf_counter() - t0)
-            if fb.get("success"):
-                res.feedback = sorted((workdir / "feedback" / sub.student / sub.assignment).glob("*.html"))
-                annotate_feedback(res)
-            else:
-                res.error = "feedback: " + short_error(fb)
+        judge_and_report(api, sub, workdir, res, verdicts, feedback, time.perf_counter())
     finally:
-        space.__exit__(None, None, None)
+        space.close()
         res.flags = list(dict.fromkeys(res.flags))
 
 

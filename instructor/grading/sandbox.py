@@ -721,16 +721,6 @@ def source_key(source) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def _hung_tests(verdicts_file: str | None) -> set[str]:
-    """Test cells whose function never returned in the confirmation run (from the judge's verdicts)."""
-    try:
-        verdicts = json.loads(Path(verdicts_file).read_text()) if verdicts_file else {}
-    except (OSError, ValueError):
-        return set()
-    return {gid for gid, v in verdicts.items()
-            if isinstance(v, dict) and not v.get("passed") and "still running after" in str(v.get("message", ""))}
-
-
 def _message_size(content: dict) -> int:
     """Bytes an output message would add to the notebook (roughly: its text and data)."""
     size = 0
@@ -774,8 +764,10 @@ def sandboxed_execute_class():
             self._deadline = time.monotonic() + float(os.environ.get("COURSE_SANDBOX_WALL", self._limits.wall_seconds))
             self._restarts, self._ran = 0, []
             self._nb_used, self._cell_used, self._cut_cells = 0, 0, {}
-            self._hung = _hung_tests(os.environ.get("COURSE_VERDICTS"))
-            self._hung_cells = set(json.loads(os.environ.get("COURSE_HUNG_CELLS") or "[]"))
+            hung = json.loads(os.environ.get("COURSE_HUNG") or "{}")  # from the confirmation run
+            self._hung, self._hung_cells = set(hung.get("tests", ())), set(hung.get("cells", ()))
+            self._loop_seen = False  # a cell already ran into the per-cell limit here
+            self._skipped_hung = False  # a cell that never returned in the confirmation was left out
             self.timeout_func = self._cell_timeout
             self.course_flags = []
             type(self).last_flags = self.course_flags
@@ -787,7 +779,7 @@ def sandboxed_execute_class():
             gid = (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
             if gid in self._hung or source_key(cell.get("source", "")) in self._hung_cells:
                 return min(int(self.timeout or HUNG_CELL_SECONDS), HUNG_CELL_SECONDS)
-            if any("per-cell time limit" in f for f in self.course_flags):  # an endless loop already seen
+            if self._loop_seen:
                 return min(int(self.timeout or HUNG_AFTER_LOOP_SECONDS), HUNG_AFTER_LOOP_SECONDS)
             return self.timeout
 
@@ -832,7 +824,8 @@ def sandboxed_execute_class():
                 cell.outputs = []
                 self._error(cell, "NotRunAgain", "this cell never returned in the grader's confirmation run "
                                                  "(an endless loop?): it was not run again")
-                if not any("never returned" in f for f in self.course_flags):
+                if not self._skipped_hung:
+                    self._skipped_hung = True
                     self.course_flags.append(f"cell {index + 1} (and any other that never returned in the confirmation "
                                              "run) was not run again in the kernel: look for a loop that never ends")
                 return cell, self.resources
@@ -879,6 +872,7 @@ def sandboxed_execute_class():
                     # an endless loop the interrupt did not stop: start afresh without this cell
                     self.course_flags.append(f"cell {index + 1} ran past the per-cell time limit ({self._cell_timeout(cell)} s); "
                                              "the kernel was restarted")
+                    self._loop_seen = True
                     if self._restarts < self.max_restarts and time.monotonic() < self._deadline:
                         self._restarts += 1
                         self._watchdog_kill()

@@ -33,7 +33,8 @@ HUNG_CASE_SECONDS = 10.0  # a case's time limit once some graded function was se
 HUNG_CELL_SECONDS = 10.0  # a cell's time limit once an earlier cell ran into its own
 
 
-def _timed_out(result) -> bool:
+def timed_out(result) -> bool:
+    """Is this case's result the record of a call that never returned?"""
     return isinstance(result, dict) and isinstance(result.get("__error__"), dict) and \
         result["__error__"].get("type") == "Timeout"
 
@@ -232,11 +233,11 @@ def main(job_path: str, outdir: str) -> int:
                 probe = compile_probe(check["source"], gid)
                 results = []
                 for case in check["cases"]:
-                    if results and _timed_out(results[-1]):
+                    if results and timed_out(results[-1]):
                         results.append(results[-1])  # one endless loop is enough: do not wait for it again
                         continue
                     results.append(run_case(probe, ns, case, timeout))
-                if results and _timed_out(results[-1]):
+                if results and timed_out(results[-1]):
                     hung[function] = results[-1]
                     # a function that calls it hangs too: after one endless loop, wait less for the rest
                     timeout = min(timeout, HUNG_CASE_SECONDS) if timeout else HUNG_CASE_SECONDS
