@@ -110,23 +110,28 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder.lab",
                                      description="JupyterLab on the course (student view by default).")
     parser.add_argument("--instructor", action="store_true", help="keep nbgrader's instructor panels")
+    parser.add_argument("--course", type=Path, default=REPO, metavar="DIR",
+                        help="the course folder to serve (default: this repository), e.g. a `grade --workdir`: "
+                             "its nbgrader_config.py, gradebook and exchange")
     args, lab_args = parser.parse_known_args(argv)  # anything else goes to jupyter lab
-    cmd = [str(Path(sys.executable).parent / "jupyter"), "lab", f"--ServerApp.root_dir={REPO}", *lab_args]
+    root = args.course.resolve()
+    cmd = [str(Path(sys.executable).parent / "jupyter"), "lab", f"--ServerApp.root_dir={root}", *lab_args]
     if os.geteuid() == 0 and not any(a.startswith(("--allow-root", "--ServerApp.allow_root")) for a in lab_args):
         cmd.append("--allow-root")  # Jupyter refuses to start as root without it (containers, Binder-like hosts)
-    prepare_exchange()
+    prepare_exchange(root)
     if args.instructor:
         env = instructor_env(Path(tempfile.mkdtemp(prefix="course-instructor-view-")))
         print("JupyterLab, instructor view: formgrader's Autograde and Generate Feedback run the trusted "
               "grading pipeline (as python -m autograder grade does)", flush=True)
     else:
         env = student_env(Path(tempfile.mkdtemp(prefix="course-student-view-")))
-        ws, made = prepare_workspace()
+        ws, made = prepare_workspace(root)
         print("JupyterLab, student view (Assignments list and Validate; no instructor panels). "
               "Instructors: make lab-instructor", flush=True)
-        print(f"Your notebooks: {ws.relative_to(REPO)}/<assignment>/ ({len(made)} new copies from release/); "
+        print(f"Your notebooks: {ws.relative_to(root)}/<assignment>/ ({len(made)} new copies from release/); "
               "work there: no course command overwrites them.", flush=True)
-    os.chdir(REPO)  # Validate reads nbgrader_config.py from the server's working folder
+    # Validate, formgrader and the Assignments list read nbgrader_config.py from the server's working folder
+    os.chdir(root)
     os.execvpe(cmd[0], cmd, env)
 
 
