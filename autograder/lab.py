@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .cli import REPO
 
-__all__ = ["student_view", "student_env", "instructor_env", "main"]
+__all__ = ["student_view", "student_env", "student_exchange_config", "instructor_env", "main"]
 
 
 def student_view(postbuild: Path = REPO / "postBuild") -> tuple[list[str], list[str]]:
@@ -103,6 +103,24 @@ def prepare_exchange(root: Path = REPO) -> Path:
     return exchange
 
 
+def student_exchange_config(config: Path, root: Path = REPO) -> Path:
+    """nbgrader settings of the student view: the Assignments list fetches into, submits from and
+    fetches feedback into ``workspace/<assignment>/``, the folder the student works in (nbgrader's
+    default, the server's root folder, would submit a fresh copy beside it, not the student's work).
+    A copy already there counts as fetched; Fetch only adds files that are missing, never replaces
+    one. Written to the view's Jupyter config folder: nbgrader reads it there after changing into the
+    assignment folder, where the course's nbgrader_config.py (loaded first) is not."""
+    path = Path(config) / "nbgrader_config.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "# written by autograder/lab.py: the student view's Assignments list works in workspace/\n"
+        "c = get_config()  # noqa: F821\n"
+        f"load_subconfig({str(Path(root) / 'nbgrader_config.py')!r})  # noqa: F821 - the course's (its exchange)\n"
+        f"c.Exchange.assignment_dir = {str(Path(root) / 'workspace')!r}\n"
+        "c.ExchangeFetchAssignment.replace_missing_files = True\n")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
     import tempfile
@@ -124,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
         print("JupyterLab, instructor view: formgrader's Autograde and Generate Feedback run the trusted "
               "grading pipeline (as python -m autograder grade does)", flush=True)
     else:
-        env = student_env(Path(tempfile.mkdtemp(prefix="course-student-view-")))
+        view = Path(tempfile.mkdtemp(prefix="course-student-view-"))
+        env = student_env(view)
+        student_exchange_config(view, root)
         ws, made = prepare_workspace(root)
         print("JupyterLab, student view (Assignments list and Validate; no instructor panels). "
               "Instructors: make lab-instructor", flush=True)

@@ -10,9 +10,10 @@ Jupyter config folder, her own nbgrader cache). Both read the folder's copy of `
 whose ``c.Exchange.root`` is then that folder's ``grading/exchange``. Chromium (Playwright driving Debian's chromium) then clicks:
 
 1. formgrader, Manage Assignments: **Release** (00_orientation);
-2. student, Nbgrader > Assignment List: **Fetch**; the student's answers are written into the
-   fetched notebook by the test (typing four answers into cells is not what is tested here), then
-   **Submit**;
+2. student, Nbgrader > Assignment List: **Fetch** (into ``workspace/00_orientation/``, where ``make lab``
+   has students work; the copy ``make lab`` made there is removed first, as for an assignment released
+   after the lab started); the student's answers are written into the fetched notebook by the test
+   (typing four answers into cells is not what is tested here), then **Submit**;
 3. formgrader: **Collect**; Manage Submissions: **Autograde** (the course's trusted pipeline; the
    row shows 8 / 8); Manage Assignments: **Generate Feedback**, then **Release Feedback**;
 4. student: **Fetch Feedback**, then "(view feedback)": the feedback file with her score.
@@ -148,14 +149,17 @@ def test_release_fetch_submit_collect_grade_feedback_in_the_browser(tmp_path):
             row.locator("td.status", has_text="released").wait_for()
             assert (exchange / COURSE_ID / "outbound" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file()
 
-            # 2. the student: Fetch, answer, Submit
+            # 2. the student: Fetch, answer, Submit, all in her workspace
+            work = course / "workspace" / ASSIGNMENT
+            assert (work / f"{ASSIGNMENT}.ipynb").is_file()   # what make lab copied from release/
+            shutil.rmtree(work)
             panel = _assignments_panel(student, st_base, st_token)
             released = panel.locator("#released_assignments_list")
             released.get_by_role("button", name="Fetch", exact=True).click()
-            fetched_nb = course / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+            fetched_nb = work / f"{ASSIGNMENT}.ipynb"
             fetched = panel.locator("#fetched_assignments_list")
             fetched.get_by_role("button", name="Submit", exact=True).wait_for()
-            assert fetched_nb.is_file()
+            assert fetched_nb.is_file() and not (course / ASSIGNMENT).exists()
             _, filled = samples.build_notebook(ada)    # her answers, in the fetched notebook
             nbformat.write(filled, fetched_nb)
             fetched.get_by_role("button", name="Submit", exact=True).click()
@@ -192,7 +196,7 @@ def test_release_fetch_submit_collect_grade_feedback_in_the_browser(tmp_path):
             panel.get_by_text("(view feedback)").first.click()
             listing = student.locator(".jp-DirListing-content")
             listing.get_by_text(f"{ASSIGNMENT}.html").wait_for()
-            [html] = (course / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html")
+            [html] = (work / "feedback").glob(f"*/{ASSIGNMENT}.html")
             student.goto(f"{st_base}/files/{html.relative_to(course).as_posix()}?token={st_token}")
             text = student.locator("body").inner_text()
             assert re.search(r"Score:\s*8(\.0)?\s*/\s*8", text), text[:2000]
