@@ -13,7 +13,8 @@ whose ``c.Exchange.root`` is then that folder's ``grading/exchange``. Chromium (
 2. student, Nbgrader > Assignment List: **Fetch** (into ``workspace/00_orientation/``, where ``make lab``
    has students work; the copy ``make lab`` made there is removed first, as for an assignment released
    after the lab started); the student's answers are written into the fetched notebook by the test
-   (typing four answers into cells is not what is tested here), then **Submit**;
+   (typing four answers into cells is not what is tested here), the panel's **Validate** passes
+   it, then **Submit**;
 3. formgrader: **Collect**; Manage Submissions: **Autograde** (the course's trusted pipeline; the
    row shows 8 / 8); Manage Assignments: **Generate Feedback**, then **Release Feedback**;
 4. student: **Fetch Feedback**, then "(view feedback)": the feedback file with her score.
@@ -39,8 +40,8 @@ import pytest
 
 from instructor.grading import samples
 from test_binder import _stop
-from test_browser import (CHROMIUM, CHROMIUM_ARGS, VIEWPORT, _free_port, _require_browser, _save_failure,
-                          _wait_for_server)
+from test_browser import (CHROMIUM, CHROMIUM_ARGS, VIEWPORT, _close_dialog, _free_port, _require_browser,
+                          _save_failure, _wait_for_server)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -162,6 +163,13 @@ def test_release_fetch_submit_collect_grade_feedback_in_the_browser(tmp_path):
             assert fetched_nb.is_file() and not (course / ASSIGNMENT).exists()
             _, filled = samples.build_notebook(ada)    # her answers, in the fetched notebook
             nbformat.write(filled, fetched_nb)
+            # the panel's Validate on her notebook (the `make lab` view reads the course's config)
+            fetched.get_by_text(ASSIGNMENT, exact=True).first.click()   # unfold its notebooks
+            fetched.get_by_role("button", name="Validate", exact=True).click()
+            message = student.locator(".jp-Dialog #validation-message")
+            message.wait_for(timeout=GRADING_MS)
+            assert "validation-success" in (message.get_attribute("class") or ""), message.inner_text()[:3000]
+            _close_dialog(student)
             fetched.get_by_role("button", name="Submit", exact=True).click()
             submitted = panel.locator("#submitted_assignments_list")
             submitted.get_by_role("button", name="Fetch Feedback", exact=True).wait_for()
