@@ -43,7 +43,6 @@ from test_binder import _stop
 from test_browser import (CHROMIUM, CHROMIUM_ARGS, VIEWPORT, _close_dialog, _free_port, _require_browser,
                           _save_failure, _wait_for_server)
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 REPO = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "00_orientation"
@@ -118,6 +117,36 @@ def _refresh(panel):
     panel.locator("#refresh_assignments_list").click()
 
 
+def test_student_view_points_the_assignments_list_at_the_workspace(tmp_path, monkeypatch):
+    """Fast: what nbgrader's Assignments list reads in the `make lab` view -- its config loaded in the
+    server's folder, then again inside the assignment folder -- names the course's exchange and
+    ``workspace/`` (nbgrader's default, ".", would fetch and submit a copy beside the student's)."""
+    from nbgrader.exchange import ExchangeFactory
+    from nbgrader.server_extensions.assignment_list.handlers import AssignmentList
+
+    from autograder.lab import prepare_workspace, student_env, student_exchange_config
+
+    course = tmp_path / "course"
+    shutil.copytree(REPO / "release" / ASSIGNMENT, course / "release" / ASSIGNMENT)
+    shutil.copy(REPO / "nbgrader_config.py", course)
+    view = tmp_path / "view"
+    env = student_env(view)
+    student_exchange_config(view, course)
+    prepare_workspace(course)
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", env["JUPYTER_CONFIG_PATH"])
+    monkeypatch.chdir(course)   # where the lab starts the server
+    lister = AssignmentList()
+    lister.root_dir = str(course)
+    with lister.get_assignment_dir_config() as config:
+        exchange = ExchangeFactory(config=config).FetchAssignment(config=config)
+        assert Path(exchange.assignment_dir) == course / "workspace"
+        assert Path(exchange.root) == course / "grading" / "exchange"
+        assert exchange.replace_missing_files   # her copy there is never replaced by a fetch
+        assert config.CourseDirectory.course_id == COURSE_ID
+
+
+@pytest.mark.slow
+@pytest.mark.browser
 def test_release_fetch_submit_collect_grade_feedback_in_the_browser(tmp_path):
     _require_browser()
     from playwright.sync_api import sync_playwright
