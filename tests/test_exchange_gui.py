@@ -7,7 +7,8 @@ container options (``LAB_ARGS``), with ``--course`` naming that folder: the inst
 (``python -m autograder.lab --instructor``, i.e. ``make lab-instructor``) and a student's
 (``python -m autograder.lab``, i.e. ``make lab``, as the student ``alice``: her student id in her
 Jupyter config folder, her own nbgrader cache). Both read the folder's copy of ``nbgrader_config.py``,
-whose ``c.Exchange.root`` is then that folder's ``grading/exchange``. Chromium (Playwright driving Debian's chromium) then clicks:
+whose ``c.Exchange.root`` is then that folder's ``grading/exchange``. Chromium (Playwright driving
+Debian's chromium, as tests/test_browser.py does) then clicks:
 
 1. formgrader, Manage Assignments: **Release** (00_orientation);
 2. student, Nbgrader > Assignment List: **Fetch** (into ``workspace/00_orientation/``, where ``make lab``
@@ -19,8 +20,10 @@ whose ``c.Exchange.root`` is then that folder's ``grading/exchange``. Chromium (
    row shows 8 / 8); Manage Assignments: **Generate Feedback**, then **Release Feedback**;
 4. student: **Fetch Feedback**, then "(view feedback)": the feedback file with her score.
 
-Every step is a click on the page's own button; none goes round the GUI. The formgrader pages are
-opened at their own URL (``/formgrader/...``), the page the lab's Formgrader tab shows in a frame.
+Every step but typing the answers is a click on the page's own button; none goes round the GUI. The
+formgrader pages are opened at their own URL (``/formgrader/...``), the page the lab's Formgrader tab
+shows in a frame. A fast test beside it checks, without a server, that the student view's nbgrader
+settings send the Assignments list to ``workspace/`` and the course's exchange.
 """
 from __future__ import annotations
 
@@ -43,13 +46,13 @@ from test_binder import _stop
 from test_browser import (CHROMIUM, CHROMIUM_ARGS, VIEWPORT, _close_dialog, _free_port, _require_browser,
                           _save_failure, _wait_for_server)
 
-
 REPO = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "00_orientation"
 COURSE_ID = "inplace-autograd"
 STUDENT = "alice"
 GRADING_MS = 240_000   # one submission through the sandbox and the confirmation, on a busy 2-core machine
-# The grading limits of tests/test_formgrader.py: a quick honest submission, a short leash otherwise.
+# Shorter grading limits than the course's, as tests/test_formgrader.py sets: an honest submission
+# grades in seconds; a broken one must not hold the test for minutes.
 FAST_LIMITS = """
 c.Execute.timeout = 30
 c.Sandbox.wall_minutes = 3
