@@ -185,7 +185,7 @@ def test_the_notebook_shows_live_the_message_forms_the_hidden_cases_use(notebook
 def test_gpu_grader_adds_cuda_cases(monkeypatch):
     configs = [(torch.device("cpu"), torch.float64), (torch.device("cpu"), torch.float32),
                (torch.device("cuda"), torch.float32), (torch.device("cuda"), torch.float16)]
-    monkeypatch.setattr(a01, "test_configs", lambda: configs)
+    monkeypatch.setattr(a01.checks, "test_configs", lambda: configs)  # read by the checks module
     cases = a01.FixedSigmoidDecode().cases()
     assert {(c["device"], c["dtype"]) for c in cases} == {("cpu", "float64"), ("cpu", "float32"),
                                                           ("cuda", "float32"), ("cuda", "float16"),

@@ -1,4 +1,9 @@
-"""Hidden checks, one module per assignment, each split into a *probe* and a *judge*.
+"""Hidden checks, one package per assignment, each check split into a *probe* and a *judge*.
+
+An assignment's package (``aNN_name/``) exports its checks; inside, modules named by their role:
+``references`` (the answers and the experiments that find out the truth), ``cases`` (the inputs the
+checks draw on), ``checks`` (the :class:`Check` subclasses, one per graded test cell, with the helpers
+their probes ship and their judges use) and ``mutants`` (the ``MUTANTS`` of :mod:`.mutation`).
 
 A :class:`Check` confirms one graded test cell (its ``grade_id``):
 
@@ -114,13 +119,19 @@ class Verdict:
         return {"passed": self.passed, "message": self.message, "cases": self.cases}
 
 
+def _defined_in(cls: type, module) -> bool:
+    """Defined in the assignment's module or, for an assignment package, in one of its modules."""
+    return cls.__module__ == module.__name__ or cls.__module__.startswith(module.__name__ + ".")
+
+
 @functools.lru_cache(maxsize=None)
 def _check_classes(assignment: str) -> tuple[type, ...]:
     module = importlib.import_module(ASSIGNMENT_MODULES[assignment])
     found = [obj for obj in vars(module).values()
              if inspect.isclass(obj) and issubclass(obj, Check) and obj is not Check
-             and getattr(obj, "grade_id", None) and obj.__module__ == module.__name__]
-    found.sort(key=lambda c: c.probe.__code__.co_firstlineno)  # module order, without re-reading sources
+             and getattr(obj, "grade_id", None) and _defined_in(obj, module)]
+    # the order of their definitions, without re-reading sources (an assignment's checks share one module)
+    found.sort(key=lambda c: c.probe.__code__.co_firstlineno)
     return tuple(found)
 
 

@@ -1,8 +1,8 @@
 """Mutation testing of the hidden checks: every plausible wrong variant of a reference answer must
 lose points.
 
-Each assignment module declares ``MUTANTS``: for a graded function (named by its solution cell's
-grade id), the test cells whose checks judge it, and its mutants::
+Each assignment package declares ``MUTANTS`` (in its ``mutants`` module): for a graded function (named
+by its solution cell's grade id), the test cells whose checks judge it, and its mutants::
 
     MUTANTS = {
         "fixed_sigmoid_decode": Target(checks=("fixed_sigmoid_decode_tests",), mutants=(

@@ -1,306 +1,22 @@
-"""Assignment 3 (``03_yolo_head``): hidden checks (probes and judges) and the references they use.
-
-Nothing here is visible to students: the out-of-place decode (:func:`reference_decode`, the answer
-of ``decode``), :class:`ReferenceFixedDetect` (the answer of ``FixedDetect``), :func:`pgd_attack`
-and :func:`vanish_attack` (answers of ``attack``), the wrong "fixes" (:data:`SILENT_FIXES`) and the
-checks.
-
-What each check catches
------------------------
-``decode_matches_legacy_tests``  values equal the release-5.0 decode under ``no_grad``: missing
-    ``- 0.5``, no square in the width/height, dropped class columns, a wrong stride or anchor factor.
-``decode_contract_tests``  same shape, dtype and device as ``p``; float16 stays float16 (``torch.cat``
-    promotes mixed dtypes); ``p`` is left unchanged; no tensor made on the CPU when ``p`` is on a GPU.
-``decode_gradients_tests``  gradients reach ``p`` and equal autograd of the out-of-place formula in
-    float64: catches ``no_grad``, ``.detach()``, ``.data`` writes, identity saved-tensor hooks and
-    writes left in place.
-``decode_no_inplace_on_saved_tests``  no write on a tensor autograd saved, seen at the dispatch level
-    by :mod:`autograder.inplace`, and confirmed by a plain backward run outside the locator.
-``fixed_detect_tests``  a drop-in head: subclass of ``LegacyDetect``, strict state-dict load, same
-    outputs as the legacy head for 1-3 levels in eval / training / export mode and over repeated
-    calls at other sizes, right gradients to the features and, in the pretrained detector, to the image.
-``attack_tests``  budget (L-inf), image range, image and weights untouched, and a drop of the best
-    objectness on held-out images, measured here with the grader's own model.
-"""
+"""Assignment 3's checks: one :class:`~instructor.hidden.Check` per graded test cell (probe, judge,
+cases), with the helpers their probes ship into the sandbox and the helpers their judges use."""
 from __future__ import annotations
 
 import torch
 
 from autograder.checks import check_tensor, check_true, describe, fail, tolerances
 from autograder.runtime import test_configs
-from autograder.yolo import LegacyDetect, legacy_decode, make_grid
+from autograder.yolo import LegacyDetect, legacy_decode
 
-from . import Check
+from .. import Check
+from .cases import (ATTACK_EPS, ATTACK_MARGIN, ATTACK_N, ATTACK_SEED, ATTACK_STEPS, DECODE_CASES, HEAD_CASES,
+                    META_NOTE, case_configs, decode_cases, decode_data_case, dtype_name, head_case, meta_head_case,
+                    random_heads, random_shapes)
+from .references import ReferenceFixedDetect, decode_reference
 
 ASSIGNMENT = "03_yolo_head"
 
-__all__ = [
-    "reference_decode", "decode_reference", "ReferenceFixedDetect", "pgd_attack", "vanish_attack",
-    "SILENT_FIXES", "compare_silent_fixes", "decode_case", "DECODE_CASES", "HEAD_CASES",
-    "ATTACK_SEED", "ATTACK_N", "ATTACK_EPS", "ATTACK_STEPS", "ATTACK_MARGIN",
-    "DecodeMatchesLegacy", "DecodeContract", "DecodeGradients", "DecodeNoInplace", "FixedDetectCheck",
-    "AttackCheck",
-]
-
-# =========================================================================== references
-
-def reference_decode(p, grid, anchor_grid_level, stride_level):
-    """Out-of-place version of :func:`autograder.yolo.legacy_decode` (same values, differentiable).
-
-    The result has ``p``'s dtype and device even when ``grid`` / ``anchor_grid_level`` are float32
-    (e.g. a float16 ``p``): the arithmetic uses the usual type promotion, exactly like the legacy
-    assignment into ``y``, and is then cast back to ``p.dtype``.
-    """
-    grid = grid.to(p.device)
-    anchor_grid_level = anchor_grid_level.to(p.device)
-    if isinstance(stride_level, torch.Tensor) and stride_level.dim() > 0:
-        stride_level = stride_level.to(p.device)
-    s = p.sigmoid()
-    xy = ((s[..., 0:2] * 2. - 0.5 + grid) * stride_level).to(p.dtype)
-    wh = ((s[..., 2:4] * 2) ** 2 * anchor_grid_level).to(p.dtype)
-    return torch.cat((xy, wh, s[..., 4:]), dim=-1)
-
-
-def decode_reference(p, grid, anchor_grid, stride):
-    """The decode's truth in float64: values and (through autograd) gradients."""
-    s = stride.double() if isinstance(stride, torch.Tensor) else float(stride)
-    return reference_decode(p.double(), grid.double(), anchor_grid.double(), s)
-
-
-class ReferenceFixedDetect(LegacyDetect):
-    """The course's drop-in head: LegacyDetect with the out-of-place decode."""
-
-    def forward(self, x):
-        z = []
-        raw_only = self.training or self.export
-        for i in range(self.nl):
-            x[i] = self.m[i](x[i])
-            bs, _, ny, nx = x[i].shape
-            x[i] = x[i].view(bs, self.na, self.no, ny, nx).permute(0, 1, 3, 4, 2).contiguous()
-            if not raw_only:
-                if self.grid[i].shape[2:4] != x[i].shape[2:4] or self.grid[i].device != x[i].device:
-                    self.grid[i] = self._make_grid(nx, ny).to(x[i].device)
-                y = reference_decode(x[i], self.grid[i], self.anchor_grid[i], self.stride[i])
-                z.append(y.view(bs, -1, self.no))
-        return x if raw_only else (torch.cat(z, 1), x)
-
-
-def pgd_attack(model, image, eps, steps, step_size=None, progress=False):
-    """Reference PGD on the best objectness (sign gradients, L-inf ball, image range)."""
-    from autograder.detector import best_objectness
-
-    step_size = 2.5 * eps / steps if step_size is None else step_size
-    delta = torch.zeros_like(image)
-    it = range(steps)
-    if progress:
-        from tqdm.auto import tqdm
-        it = tqdm(it, desc="PGD", leave=False)
-    for _ in it:
-        delta.requires_grad_(True)
-        (g,) = torch.autograd.grad(best_objectness(model, image + delta).sum(), delta)
-        delta = (delta.detach() - step_size * g.sign()).clamp(-eps, eps)
-        delta = (image + delta).clamp(0, 1) - image
-    return delta.detach()
-
-
-def vanish_attack(model, images, eps, steps, threshold=0.25, progress=False):
-    """PGD that pushes down *every* objectness above ``threshold``, not just the best one.
-
-    Returns ``(delta, history)``: history holds the number of detections (conf 0.5) before the first
-    step and after each step.
-    """
-    from autograder.detector import detect
-
-    step = 2.5 * eps / steps
-    delta = torch.zeros_like(images)
-    with torch.no_grad():
-        history = [sum(len(d) for d in detect(model, images))]
-    it = range(steps)
-    if progress:
-        from tqdm.auto import tqdm
-        it = tqdm(it, desc="PGD, all boxes", leave=False)
-    for _ in it:
-        delta.requires_grad_(True)
-        raw = model.raw_outputs(images + delta)
-        obj = torch.cat([level[..., 4].flatten(1) for level in raw], 1).sigmoid()
-        (g,) = torch.autograd.grad((obj * (obj > threshold)).sum(), delta)
-        delta = (delta.detach() - step * g.sign()).clamp(-eps, eps)
-        delta = (images + delta).clamp(0, 1) - images
-        with torch.no_grad():
-            history.append(sum(len(d) for d in detect(model, images + delta)))
-    return delta.detach(), history
-
-
-def reference_attack_model(device="cpu"):
-    """The pretrained detector with the reference head, frozen, eval mode."""
-    from autograder.detector import load_pretrained
-
-    model = load_pretrained(device).with_head(ReferenceFixedDetect).eval()
-    for prm in model.parameters():
-        prm.requires_grad_(False)
-    return model
-
-
-# --------------------------------------------------------------------------- silent fixes
-
-def _decode_no_grad(p, grid, anchor_grid, stride):
-    with torch.no_grad():
-        return legacy_decode(p, grid, anchor_grid, stride)
-
-
-def _decode_detach(p, grid, anchor_grid, stride):
-    return legacy_decode(p.detach(), grid, anchor_grid, stride)
-
-
-def _decode_data(p, grid, anchor_grid, stride):
-    y = p.sigmoid()
-    y.data[..., 0:2] = (y[..., 0:2] * 2 - 0.5 + grid) * stride
-    y.data[..., 2:4] = (y[..., 2:4] * 2) ** 2 * anchor_grid
-    return y
-
-
-def _decode_hooks(p, grid, anchor_grid, stride):
-    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
-        return legacy_decode(p, grid, anchor_grid, stride)
-
-
-SILENT_FIXES = {"torch.no_grad()": _decode_no_grad, ".detach()": _decode_detach,
-                ".data writes": _decode_data, "identity saved-tensor hooks": _decode_hooks}
-
-
-def compare_silent_fixes(seed=0, fixes=None):
-    """Run each 'fix' of the legacy decode; rows (fix, error, d obj/dp, d box/dp): right/WRONG/none/error."""
-    rows = []
-    for name, fn in (fixes or SILENT_FIXES).items():
-        p, grid, ag, stride = decode_case(1, 3, 4, 4, 2, 8.0, dtype=torch.float64, requires_grad=True, seed=seed)
-        y = fn(p, grid, ag, stride)
-        ref = decode_reference(p, grid, ag, stride)
-        row = {"fix": name, "error": "", "obj_grad": "", "box_grad": ""}
-        for key, cols in (("obj_grad", slice(4, 5)), ("box_grad", slice(0, 4))):
-            (g_ref,) = torch.autograd.grad(ref[..., cols].sum(), p, retain_graph=True)
-            if not y.requires_grad:
-                row[key] = "none"
-                continue
-            try:
-                (g,) = torch.autograd.grad(y[..., cols].sum(), p, retain_graph=True)
-                row[key] = "right" if torch.allclose(g, g_ref) else "WRONG"
-            except RuntimeError as err:
-                row["error"] = type(err).__name__
-                row[key] = "error"
-        rows.append(row)
-    return rows
-
-
-# =========================================================================== inputs
-
-# Level shapes (bs, na, ny, nx, nc, stride): batch 1-4, nc 1-80, non-square maps. ``stride`` is a
-# number or, like ``head.stride[i]``, a 0-dim float32 CPU tensor ("tensor32").
-DECODE_CASES = (
-    dict(bs=1, na=3, ny=4, nx=4, nc=1, stride=8.0),
-    dict(bs=2, na=3, ny=3, nx=5, nc=80, stride=16.0),
-    dict(bs=4, na=2, ny=6, nx=2, nc=3, stride="tensor32"),
-    dict(bs=3, na=1, ny=1, nx=7, nc=20, stride=4.0),
-)
-# Heads with 1, 2 and 3 levels: (nc, anchors, ch, feature-map sizes (ny, nx), strides).
-HEAD_CASES = (
-    dict(nc=3, anchors=((9, 9, 12, 12, 15, 15),), ch=(4,), sizes=((3, 5),), strides=(8.0,)),
-    dict(nc=1, anchors=((10, 13, 16, 30, 33, 23),), ch=(4,), sizes=((3, 5),), strides=(8.0,)),
-    dict(nc=3, anchors=((9, 9, 12, 12, 15, 15), (18, 18, 22, 22, 27, 27)), ch=(6, 5),
-         sizes=((4, 6), (2, 3)), strides=(8.0, 16.0)),
-    dict(nc=80, anchors=((10, 13, 16, 30), (30, 61, 62, 45), (116, 90, 156, 198)), ch=(3, 4, 5),
-         sizes=((6, 4), (3, 2), (2, 1)), strides=(8.0, 16.0, 32.0)),
-)
-# The attack: held-out images from a seed the notebook never uses (the notebook uses 3, training 0,
-# detector.EVAL_SEED is for detector quality), a budget of 16/255 and 10 steps.
-ATTACK_SEED = 31337
-ATTACK_N = 4
-ATTACK_EPS = 16 / 255
-ATTACK_STEPS = 10
-ATTACK_MARGIN = 0.03  # required drop of the mean best objectness (a plain PGD gets 0.04-0.35)
-
 _DT = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16}
-
-
-def _dname(dtype) -> str:
-    return str(dtype).replace("torch.", "")
-
-
-def decode_case(bs=2, na=3, ny=4, nx=5, nc=3, stride=8.0, *, dtype=torch.float32, device="cpu",
-                anchor_dtype=torch.float32, requires_grad=False, seed=0):
-    """Inputs ``(p, grid, anchor_grid, stride)`` of ``decode`` on one level.
-
-    ``grid`` is float32 whatever ``dtype`` (as in release 5.0, where ``_make_grid`` ignores the
-    model's dtype), ``anchor_grid`` has ``anchor_dtype``; ``p`` holds moderate logits so every
-    column matters (within +-4, +-3 in float16: beyond that sigmoid saturates and its derivative,
-    computed from a rounded output, loses most of its digits in half precision for every answer).
-    """
-    gen = torch.Generator().manual_seed(seed)
-    bound = 3.0 if dtype in (torch.float16, torch.bfloat16) else 4.0
-    p = (torch.randn(bs, na, ny, nx, nc + 5, generator=gen, dtype=torch.float64) * 1.5).clamp(-bound, bound)
-    p = p.to(device, dtype)
-    if requires_grad:
-        p.requires_grad_(True)
-    grid = make_grid(nx, ny).to(device)
-    anchor_grid = (5 + 40 * torch.rand(1, na, 1, 1, 2, generator=gen)).to(device, anchor_dtype)
-    if stride == "tensor32":
-        stride = torch.tensor(16.0)  # a 0-dim CPU tensor, like LegacyDetect.stride[i]
-    return p, grid, anchor_grid, stride
-
-
-def _describe_case(p, stride) -> str:
-    bs, na, ny, nx, no = p.shape
-    s = f"tensor({float(stride):g})" if isinstance(stride, torch.Tensor) else f"{stride:g}"
-    return (f"p {_dname(p.dtype)} (bs={bs}, na={na}, ny={ny}, nx={nx}, no={no}, i.e. nc={no - 5}) "
-            f"on {p.device}, stride {s}")
-
-
-def _decode_data_case(shape: dict, dtype, device, anchor_dtype, seed, weights=False) -> dict:
-    """One decode case as plain data: CPU tensors plus device / dtype strings."""
-    p, grid, ag, stride = decode_case(**shape, dtype=dtype, anchor_dtype=anchor_dtype, seed=seed)
-    case = {"p": p, "grid": grid, "anchor_grid": ag, "stride": stride, "device": str(device),
-            "label": _describe_case(p, stride).replace(" on cpu", f" on {torch.device(device).type}")
-            + f", anchor_grid {_dname(anchor_dtype)}"}
-    if weights:
-        case["w"] = torch.randn(p.shape, generator=torch.Generator().manual_seed(seed + 5), dtype=torch.float64)
-    return case
-
-
-def _random_shapes(seed: int, n: int) -> list[dict]:
-    """Level shapes drawn from the task's input space: bs 1-4, na 1-4, maps 1-8, nc 1-80."""
-    g = torch.Generator().manual_seed(seed)
-
-    def pick(lo, hi):
-        return int(torch.randint(lo, hi + 1, (1,), generator=g))
-
-    strides = (4.0, 8.0, 16.0, 32.0, 64.0, 8, 32, "tensor32")
-    out = []
-    for _ in range(n):
-        nc = (1, 2, 3, 7, 20, 42, 80)[pick(0, 6)]
-        out.append(dict(bs=pick(1, 4), na=pick(1, 4), ny=pick(1, 8), nx=pick(1, 8), nc=nc,
-                        stride=strides[pick(0, len(strides) - 1)]))
-    return out
-
-
-def _configs():
-    """(device, dtype) pairs: float64 / float32 / float16 on the CPU; float32 / float16 on a GPU grader."""
-    configs = list(test_configs()) + [(torch.device("cpu"), torch.float16)]
-    return configs
-
-
-def _decode_cases(seed: int, base: tuple, n_random: int, weights: bool, visible: dict | None) -> list[dict]:
-    cases = []
-    if visible is not None:
-        cases.append(_decode_data_case(weights=weights, **visible))
-    configs = _configs()
-    for device, dtype in configs:
-        for k, shape in enumerate(base):
-            cases.append(_decode_data_case(shape, dtype, device, torch.float32 if k % 2 else dtype,
-                                           seed=seed + k, weights=weights))
-    for j, shape in enumerate(_random_shapes(seed + 1000, n_random)):
-        device, dtype = configs[j % len(configs)]
-        cases.append(_decode_data_case(shape, dtype, device, torch.float32 if j % 2 else dtype,
-                                       seed=seed + 500 + j, weights=weights))
-    return cases
 
 
 def _inputs(case):
@@ -329,7 +45,7 @@ def _probe_call(fn, *args):
 
 # =========================================================================== judge helpers
 
-def _raised(err: dict, what: str, where: str, fn: str = "decode"):
+def fail_raised(err: dict, what: str, where: str, fn: str = "decode"):
     text = err.get("message", "")
     if "same device" in text or "Expected all tensors to be on" in text or "not on the expected device" in text:
         line = next((l for l in text.splitlines() if "device" in l and "try next" not in l), "")
@@ -356,10 +72,6 @@ def _fail_cpu_tensor(fn: str, where: str, text: str, hint: str):
          f"this fails — {hint}", inputs=where, detail=line.strip()[:300],
          hint="make new tensors on the input's device (device=p.device, torch.zeros_like, p.new_tensor, "
               ".to(x.device)), or use plain Python numbers: they (and 0-dim tensors) mix with any device.")
-
-
-META_NOTE = ("the `meta` device (shapes and devices only, no values: it stands in for a GPU, "
-             "where a tensor made on the CPU cannot be mixed in)")
 
 
 def _check_shape(y, p, where, what):
@@ -439,7 +151,7 @@ class DecodeMatchesLegacy(Check):
     def cases(self):
         visible = dict(shape=DECODE_CASES[0], dtype=torch.float32, device=test_configs()[-1][0],
                        anchor_dtype=torch.float32, seed=0)
-        return _decode_cases(0, DECODE_CASES, 8, False, visible)
+        return decode_cases(0, DECODE_CASES, 8, False, visible)
 
     @staticmethod
     def probe(ns, case):
@@ -453,7 +165,7 @@ class DecodeMatchesLegacy(Check):
         p, grid, ag, stride = _inputs(case)
         where = case["label"]
         if "raised" in r:
-            _raised(r["raised"], "decode(p, ...)", where)
+            fail_raised(r["raised"], "decode(p, ...)", where)
         with torch.no_grad():
             expected = legacy_decode(p.clone(), grid, ag, stride)
         _check_shape(r["y"], p, where, "decode(p, ...)")
@@ -488,12 +200,12 @@ class DecodeContract(Check):
         cases = []
         for device in devices:
             for dtype, adt in self.PAIRS:
-                cases.append(_decode_data_case(shape, dtype, device, adt, seed=11))
-            for j, s in enumerate(_random_shapes(77 + len(cases), 3)):
+                cases.append(decode_data_case(shape, dtype, device, adt, seed=11))
+            for j, s in enumerate(random_shapes(77 + len(cases), 3)):
                 dtype, adt = self.PAIRS[j % len(self.PAIRS)]
-                cases.append(_decode_data_case(s, dtype, device, adt, seed=60 + j))
+                cases.append(decode_data_case(s, dtype, device, adt, seed=60 + j))
         for k, (shape, (dtype, adt)) in enumerate(zip(DECODE_CASES[:3], self.PAIRS)):
-            case = _decode_data_case(shape, dtype, "cpu", adt, seed=90 + k)
+            case = decode_data_case(shape, dtype, "cpu", adt, seed=90 + k)
             case["device"] = "meta"
             case["label"] = case["label"].replace(" on cpu", " on " + META_NOTE)
             cases.append(case)
@@ -523,7 +235,7 @@ class DecodeContract(Check):
 
     def _judge_meta(self, case, r):
         p, ag, where = case["p"], case["anchor_grid"], case["label"]
-        what = f"decode(p {_dname(p.dtype)} on meta, grid float32, anchor_grid {_dname(ag.dtype)})"
+        what = f"decode(p {dtype_name(p.dtype)} on meta, grid float32, anchor_grid {dtype_name(ag.dtype)})"
         if "meta_error" in r:
             if _is_device_mix(r["meta_error"].get("message", "")):
                 _fail_cpu_tensor("decode", where, r["meta_error"]["message"],
@@ -546,9 +258,9 @@ class DecodeContract(Check):
             return self._judge_meta(case, r)
         p, grid, ag, stride = _inputs(case)
         where = case["label"]
-        what = f"decode(p {_dname(p.dtype)}, grid float32, anchor_grid {_dname(ag.dtype)})"
+        what = f"decode(p {dtype_name(p.dtype)}, grid float32, anchor_grid {dtype_name(ag.dtype)})"
         if "raised" in r:
-            _raised(r["raised"], what, where)
+            fail_raised(r["raised"], what, where)
         y = r["y"]
         _check_shape(y, p, where, what)
         if r.get("dtype") != str(p.dtype) or y.dtype != p.dtype:
@@ -611,7 +323,7 @@ class DecodeGradients(Check):
     def cases(self):
         visible = dict(shape=DECODE_CASES[0], dtype=torch.float64, device=test_configs()[-1][0],
                        anchor_dtype=torch.float64, seed=20)
-        return _decode_cases(20, DECODE_CASES[:3], 6, True, visible)
+        return decode_cases(20, DECODE_CASES[:3], 6, True, visible)
 
     @staticmethod
     def probe(ns, case):
@@ -622,7 +334,7 @@ class DecodeGradients(Check):
         p, grid, ag, stride = _inputs(case)
         where = case["label"]
         if "raised" in r:
-            _raised(r["raised"], "decode(p, ...)", where)
+            fail_raised(r["raised"], "decode(p, ...)", where)
         y = r["y"]
         _check_shape(y, p, where, "decode(p, ...)")
         if not r.get("requires_grad"):
@@ -682,7 +394,7 @@ class DecodeNoInplace(Check):
     def cases(self):
         visible = dict(shape=DECODE_CASES[0], dtype=torch.float32, device=test_configs()[-1][0],
                        anchor_dtype=torch.float32, seed=40)
-        return _decode_cases(40, DECODE_CASES[:2], 3, True, visible)
+        return decode_cases(40, DECODE_CASES[:2], 3, True, visible)
 
     @staticmethod
     def probe(ns, case):
@@ -706,7 +418,7 @@ class DecodeNoInplace(Check):
         p, grid, ag, stride = _inputs(case)
         where = case["label"]
         if "raised" in r:
-            _raised(r["raised"], "decode(p, ...)", where)
+            fail_raised(r["raised"], "decode(p, ...)", where)
         hint = ("the lines named above write into sigmoid's output, which backward needs. "
                 "Compute new tensors and torch.cat them, or write into y.clone().")
         if r["broken"] or r["report"]:
@@ -714,78 +426,15 @@ class DecodeNoInplace(Check):
                  detail=r["report"] or f"{r['broken']} saved tensor(s) written", hint=hint)
         plain = r["plain"]
         if "raised" in plain:
-            _raised(plain["raised"], "decode(p, ...)", where)
+            fail_raised(plain["raised"], "decode(p, ...)", where)
         err = plain.get("backward_error") or ""
         if "modified by an inplace operation" in err or "inplace" in err.lower() and "version" in err:
             fail("decode writes in place into a tensor autograd saved for backward", inputs=where,
                  detail=(plain.get("report") or err)[:1500],
                  hint="backward through your decode fails with autograd's in-place error. " + hint)
-        # Clean, and a plain backward agrees (it ran, or there is no graph to run it on). A wrong
-        # gradient without an error is a write hidden from autograd: the gradients check rejects it.
 
 
 # =========================================================================== check: FixedDetect
-
-def _head_case(shape: dict, dtype, device, seed: int, bs: int, sizes2=None, bs2=None) -> dict:
-    """Plain data for one head: the legacy state dict, features for each call, gradient weights."""
-    torch.manual_seed(seed)
-    args = dict(nc=shape["nc"], anchors=tuple(tuple(a) for a in shape["anchors"]), ch=tuple(shape["ch"]))
-    legacy = LegacyDetect(**args)
-    gen = torch.Generator().manual_seed(seed + 100)
-
-    def feats(sizes, n):
-        return [torch.randn(n, c, ny, nx, generator=gen, dtype=torch.float64).to(dtype)
-                for c, (ny, nx) in zip(args["ch"], sizes)]
-
-    sizes2 = sizes2 or tuple((ny + 1, max(1, nx - 1)) for ny, nx in shape["sizes"])
-    calls = [feats(shape["sizes"], bs), feats(sizes2, bs2 or bs), feats(shape["sizes"], bs)]
-    grad_feats = feats(shape["sizes"], bs)
-    na, no = len(args["anchors"][0]) // 2, args["nc"] + 5
-    n = sum(na * ny * nx for ny, nx in shape["sizes"])
-    levels = "; ".join(f"{c} ch {ny}x{nx}" for c, (ny, nx) in zip(args["ch"], shape["sizes"]))
-    other = ", ".join(f"{ny}x{nx}" for ny, nx in sizes2)
-    return {"kind": "head", **args, "strides": tuple(float(s) for s in shape["strides"]),
-            "state": {k: v.clone() for k, v in legacy.state_dict().items()},
-            "calls": calls, "grad_feats": grad_feats,
-            "w": torch.randn(bs, n, no, generator=gen, dtype=torch.float64),
-            "device": str(device), "dtype": _dname(dtype),
-            "label": (f"FixedDetect(nc={args['nc']}, {len(args['ch'])} level(s), na={na}) {_dname(dtype)} on "
-                      f"{torch.device(device).type}: the same head called at batch {bs}, levels {levels}; then at "
-                      f"batch {bs2 or bs}, sizes {other}; then at the first sizes again")}
-
-
-def _meta_head_case(shape: dict, dtype, seed: int, bs: int, cpu_first: bool) -> dict:
-    """A head run on the ``meta`` device (shapes only), optionally after a first call on the CPU."""
-    case = _head_case(shape, dtype, "cpu", seed, bs)
-    sizes = "; ".join(f"{ny}x{nx}" for ny, nx in shape["sizes"])
-    other = ", ".join(f"{ny}x{nx}" for ny, nx in
-                      (tuple(f.shape[2:]) for f in case["calls"][1]))
-    first = (f"called once on the CPU at sizes {sizes}, then moved with head.to(device) and called on "
-             if cpu_first else "called on ")
-    case.update(kind="meta_head", cpu_first=cpu_first, device="meta",
-                label=(f"FixedDetect(nc={case['nc']}, {len(case['ch'])} level(s)) {_dname(dtype)}: the same head "
-                       f"{first}{META_NOTE} at sizes {sizes}, then {other}, then in training and export mode"))
-    for k in ("grad_feats", "w"):
-        case.pop(k)
-    return case
-
-
-def _random_heads(seed: int, n: int) -> list[dict]:
-    g = torch.Generator().manual_seed(seed)
-
-    def pick(lo, hi):
-        return int(torch.randint(lo, hi + 1, (1,), generator=g))
-
-    out = []
-    for _ in range(n):
-        nl, na = pick(1, 3), pick(1, 4)
-        anchors = tuple(tuple(pick(4, 160) for _ in range(2 * na)) for _ in range(nl))
-        out.append(dict(nc=(1, 2, 3, 20, 80)[pick(0, 4)], anchors=anchors,
-                        ch=tuple(pick(1, 8) for _ in range(nl)),
-                        sizes=tuple((pick(1, 7), pick(1, 7)) for _ in range(nl)),
-                        strides=tuple(float(2 ** (pick(2, 3) + i)) for i in range(nl))))
-    return out
-
 
 def _probe_head(ns, case):
     """Build the student's head from the case; (head, None) or (None, the reason as data)."""
@@ -873,22 +522,22 @@ class FixedDetectCheck(Check):
 
     def cases(self):
         cases = []
-        configs = _configs()
+        configs = case_configs()
         # the visible test's head first: nc=3, one level of 4 channels, 3x5 cells, batch 2
         dev, _ = test_configs()[-1]
-        cases.append(_head_case(HEAD_CASES[0], torch.float32, dev, seed=100, bs=2))
+        cases.append(head_case(HEAD_CASES[0], torch.float32, dev, seed=100, bs=2))
         for device, dtype in configs:
             for k, shape in enumerate(HEAD_CASES[1:]):
-                cases.append(_head_case(shape, dtype, device, seed=101 + k, bs=1 + k))
-        for j, shape in enumerate(_random_heads(4242, 4)):
+                cases.append(head_case(shape, dtype, device, seed=101 + k, bs=1 + k))
+        for j, shape in enumerate(random_heads(4242, 4)):
             device, dtype = configs[j % len(configs)]
-            cases.append(_head_case(shape, dtype, device, seed=150 + j, bs=1 + j % 3, bs2=1 + (j + 1) % 3))
+            cases.append(head_case(shape, dtype, device, seed=150 + j, bs=1 + j % 3, bs2=1 + (j + 1) % 3))
         # only the width changes (a grid compared on its height alone goes stale), and only the height
-        cases.append(_head_case(HEAD_CASES[2], torch.float32, "cpu", seed=160, bs=2, sizes2=((4, 3), (2, 5))))
-        cases.append(_head_case(HEAD_CASES[0], torch.float64, "cpu", seed=161, bs=1, sizes2=((6, 5),)))
+        cases.append(head_case(HEAD_CASES[2], torch.float32, "cpu", seed=160, bs=2, sizes2=((4, 3), (2, 5))))
+        cases.append(head_case(HEAD_CASES[0], torch.float64, "cpu", seed=161, bs=1, sizes2=((6, 5),)))
         # the CPU blind spot: on the meta device a grid (or any tensor) made on the CPU meets the input
-        cases.append(_meta_head_case(HEAD_CASES[2], torch.float32, seed=170, bs=2, cpu_first=True))
-        cases.append(_meta_head_case(HEAD_CASES[3], torch.float16, seed=171, bs=1, cpu_first=False))
+        cases.append(meta_head_case(HEAD_CASES[2], torch.float32, seed=170, bs=2, cpu_first=True))
+        cases.append(meta_head_case(HEAD_CASES[3], torch.float16, seed=171, bs=1, cpu_first=False))
         from autograder.detector import synthetic_batch
 
         images, _ = synthetic_batch(2, seed=ATTACK_SEED + 1)
@@ -1293,166 +942,3 @@ class AttackCheck(Check):
                    got=f"mean drop {drop:.4f} (before {float(before.mean()):.3f}, after {float(after.mean()):.3f})",
                    hint="step *against* the gradient: delta = delta - step * grad.sign(), with a step of about "
                         "2.5 * eps / steps; the loss is the best objectness (max over cells and anchors).")
-
-
-# =========================================================================== mutation testing
-
-from .mutation import Mutant, Target  # noqa: E402
-
-_CPU_ONLY = not torch.cuda.is_available()
-
-
-def _gpu_only(reason: str) -> str:
-    """Equivalent on a CPU-only grader (everything is on the CPU); a GPU grader's CUDA cases kill it."""
-    return f"on a CPU-only grader: {reason}" if _CPU_ONLY else ""
-
-
-_DECODE_CHECKS = ("decode_matches_legacy_tests", "decode_contract_tests", "decode_gradients_tests",
-                  "decode_no_inplace_on_saved_tests")
-_XY = "xy = (s[..., 0:2] * 2 - 0.5 + grid) * stride"
-_WH = "wh = (s[..., 2:4] * 2) ** 2 * anchor_grid"
-_CAT = "return torch.cat((xy.to(p.dtype), wh.to(p.dtype), s[..., 4:]), dim=-1)"
-
-MUTANTS = {
-    "decode": Target(checks=_DECODE_CHECKS, mutants=(
-        # the formula
-        Mutant("drop the - 0.5", "* 2 - 0.5 + grid", "* 2 + grid"),
-        Mutant("drop the grid", " + grid)", ")"),
-        Mutant("no stride on xy", ") * stride", ")"),
-        Mutant("stride on wh too", "** 2 * anchor_grid", "** 2 * anchor_grid * stride"),
-        Mutant("no square on wh", "(s[..., 2:4] * 2) ** 2", "(s[..., 2:4] * 2)"),
-        # slices (off by one) and pieces
-        Mutant("xy from columns 1:3", "s[..., 0:2]", "s[..., 1:3]"),
-        Mutant("wh from columns 0:2", "s[..., 2:4]", "s[..., 0:2]"),
-        Mutant("scores from column 5 (objectness dropped)", "s[..., 4:]", "s[..., 5:]"),
-        Mutant("scores from column 3 (one column too many)", "s[..., 4:]", "s[..., 3:]"),
-        Mutant("xy and wh swapped in the cat", "(xy.to(p.dtype), wh.to(p.dtype),", "(wh.to(p.dtype), xy.to(p.dtype),"),
-        # dtype
-        Mutant("xy not cast back to p.dtype", "xy.to(p.dtype)", "xy"),
-        Mutant("wh not cast back to p.dtype", "wh.to(p.dtype)", "wh"),
-        Mutant("sigmoid in float64", "s = p.sigmoid()", "s = p.double().sigmoid()"),
-        # autograd: writes into the saved sigmoid, graph cut or hidden
-        Mutant("in-place write into the sigmoid's output", _XY,
-               "s[..., 0:2] = (s[..., 0:2] * 2 - 0.5 + grid) * stride\n    xy = s[..., 0:2].clone()"),
-        Mutant("sigmoid_ on p", "s = p.sigmoid()", "s = p.sigmoid_()"),
-        Mutant("detached sigmoid", "s = p.sigmoid()", "s = p.detach().sigmoid()"),
-        Mutant("wh detached", "wh.to(p.dtype)", "wh.detach().to(p.dtype)"),
-        Mutant("xy under no_grad", _XY, "with torch.no_grad():\n        " + _XY),
-        Mutant(".data writes into the sigmoid", _CAT,
-               "s.data[..., 0:2] = xy\n    s.data[..., 2:4] = wh\n    return s"),
-        # the CPU blind spot: tensors made on the CPU (the meta cases catch them)
-        Mutant("grid rebuilt inside decode on the CPU", " + grid)", " + make_grid(p.shape[3], p.shape[2]))"),
-        Mutant("a 1-element CPU tensor for the offset", "- 0.5", "- torch.full((1,), 0.5)"),
-        Mutant("result assembled with torch.zeros made on the CPU", _CAT,
-               "return torch.cat((torch.zeros(p.shape[:-1] + (0,), dtype=p.dtype), xy.to(p.dtype), "
-               "wh.to(p.dtype), s[..., 4:]), dim=-1)"),
-        Mutant("written into torch.zeros made on the CPU", _CAT,
-               "out = torch.zeros(p.shape, dtype=p.dtype)\n    out[..., 0:2] = xy\n    out[..., 2:4] = wh\n"
-               "    out[..., 4:] = s[..., 4:]\n    return out",
-               equivalent=_gpu_only("meta cannot copy into a CPU tensor, so it is not judged there; a GPU "
-                                    "grader finds the result on the CPU")),
-        # equivalent rewrites
-        Mutant("0-dim CPU tensor for the offset", "- 0.5", "- torch.tensor(0.5)",
-               equivalent="a 0-dim CPU tensor mixes with any device (as on CUDA) and does not promote p's dtype"),
-        Mutant("cast once after the cat", _CAT,
-               "return torch.cat((xy, wh, s[..., 4:]), dim=-1).to(p.dtype)",
-               equivalent="the cat promotes, then one cast rounds each value exactly as the per-piece casts"),
-        Mutant("written into a clone of the sigmoid", _CAT,
-               "out = s.clone()\n    out[..., 0:2] = xy\n    out[..., 2:4] = wh\n    return out",
-               equivalent="autograd saved s, not its clone; copy_ casts each piece into p's dtype"),
-    )),
-    "FixedDetect": Target(checks=("fixed_detect_tests",), mutants=(
-        # modes and returns
-        Mutant("ignores training mode", "self.training or self.export", "self.export"),
-        Mutant("ignores export", "self.training or self.export", "self.training"),
-        Mutant("always decodes (never raw only)", "raw_only = self.training or self.export", "raw_only = False"),
-        Mutant("raw list returned reversed", "return x if raw_only", "return x[::-1] if raw_only"),
-        Mutant("eval mode returns the decoded boxes only", "(torch.cat(z, 1), x)", "torch.cat(z, 1)"),
-        Mutant("eval mode returns (raw, decoded)", "(torch.cat(z, 1), x)", "(x, torch.cat(z, 1))"),
-        Mutant("z not concatenated (first level only)", "(torch.cat(z, 1), x)", "(z[0], x)"),
-        # the grid
-        Mutant("grid never rebuilt on a size change", "self.grid[i].shape[2:4] != x[i].shape[2:4] or ", ""),
-        Mutant("grid built once, cached across sizes", "self.grid[i].shape[2:4] != x[i].shape[2:4] or "
-               "self.grid[i].device != x[i].device", "self.grid[i].dim() == 1"),
-        Mutant("grid compared on its height only", "self.grid[i].shape[2:4] != x[i].shape[2:4]",
-               "self.grid[i].shape[2:3] != x[i].shape[2:3]"),
-        Mutant("grid compared on its width only", "self.grid[i].shape[2:4] != x[i].shape[2:4]",
-               "self.grid[i].shape[3:4] != x[i].shape[3:4]"),
-        Mutant("grid (nx, ny) swapped", "self._make_grid(nx, ny)", "self._make_grid(ny, nx)"),
-        Mutant("one grid for every level", "decode(x[i], self.grid[i],", "decode(x[i], self.grid[0],"),
-        # devices (the meta cases)
-        Mutant("grid left on the CPU", "self._make_grid(nx, ny).to(x[i].device)", "self._make_grid(nx, ny)"),
-        Mutant("grid kept after a device change", " or self.grid[i].device != x[i].device", ""),
-        Mutant("the stride as a 1-element CPU tensor", "self.stride[i])", "self.stride[i:i + 1])"),
-        # shapes
-        Mutant("(ny, nx) unpacked as (nx, ny)", "bs, _, ny, nx = x[i].shape", "bs, _, nx, ny = x[i].shape"),
-        Mutant("view without the permute", "x[i].view(bs, self.na, self.no, ny, nx).permute(0, 1, 3, 4, 2)",
-               "x[i].view(bs, self.na, ny, nx, self.no)"),
-        Mutant("permute (0, 1, 4, 3, 2)", "permute(0, 1, 3, 4, 2)", "permute(0, 1, 4, 3, 2)"),
-        Mutant("decoded level viewed as (bs, no, -1)", "y.view(bs, -1, self.no)",
-               "y.view(bs, self.no, -1).transpose(1, 2)"),
-        Mutant("level 0's anchors everywhere", "self.anchor_grid[i]", "self.anchor_grid[0]"),
-        # autograd
-        Mutant("decode of detached features", "decode(x[i],", "decode(x[i].detach(),"),
-        Mutant("decoded level detached", "z.append(y.view(bs, -1, self.no))", "z.append(y.view(bs, -1, self.no).detach())"),
-        Mutant("the legacy in-place decode", "y = decode(", "y = legacy_decode("),
-        # equivalent rewrites
-        Mutant("no .contiguous()", ".permute(0, 1, 3, 4, 2).contiguous()", ".permute(0, 1, 3, 4, 2)",
-               equivalent="the raw maps' values do not depend on their layout, and decode's torch.cat "
-                          "returns a new contiguous tensor to view"),
-        Mutant("grid made on the device directly", "self._make_grid(nx, ny).to(x[i].device)",
-               "make_grid(nx, ny, device=x[i].device)", equivalent="the same float32 grid, on x[i]'s device"),
-        Mutant("the stride as a Python float", "self.stride[i])", "float(self.stride[i]))",
-               equivalent="the stride is a 0-dim tensor: the same number"),
-    )),
-    "attack": Target(checks=("attack_tests",), mutants=(
-        Mutant("wrong sign of the step (ascent)", "- step * grad.sign()", "+ step * grad.sign()"),
-        Mutant("no clamp to eps", ".clamp(-eps, eps)", ""),
-        Mutant("clamp to a fixed 16/255", ".clamp(-eps, eps)", ".clamp(-16 / 255, 16 / 255)"),
-        Mutant("no clamp to [0, 1]", "delta = (image + delta).clamp(0, 1) - image", "pass"),
-        Mutant("step size 0", "step = 2.5 * eps / steps", "step = 0.0"),
-        Mutant("step size ignores steps (2.5 * eps / 10)", "step = 2.5 * eps / steps", "step = 2.5 * eps / 10"),
-        Mutant("a tiny step (eps / 255 / steps)", "step = 2.5 * eps / steps", "step = eps / 255 / steps"),
-        Mutant("raw gradient instead of its sign", "step * grad.sign()", "step * grad"),
-        Mutant("returns image + delta", "return delta.detach()", "return (image + delta).detach()"),
-        Mutant("returns the clamped image, not delta", "(image + delta).clamp(0, 1) - image",
-               "(image + delta).clamp(0, 1)"),
-        Mutant("returns -delta", "return delta.detach()", "return -delta.detach()"),
-        Mutant("ignores steps (always 10)", "range(steps)", "range(10)"),
-        Mutant("one step fewer", "range(steps)", "range(steps - 1)"),
-        Mutant("a single step", "range(steps)", "range(1)"),
-        Mutant("minimises the lowest objectness", "decoded[..., 4].amax()", "decoded[..., 4].amin()"),
-        Mutant("attacks the box width instead of the objectness", "decoded[..., 4]", "decoded[..., 2]"),
-        Mutant("gradient of the clean image (delta unused)", "model(image + delta)", "model(image + 0 * delta.detach())"),
-        Mutant("writes the result into the image", "    return delta.detach()",
-               "    image += delta\n    return delta.detach()"),
-        Mutant("no detach between steps, gradient read from delta.grad",
-               "(grad,) = torch.autograd.grad(best, delta)\n        delta = (delta.detach() - step",
-               "best.backward()\n        grad = delta.grad\n        delta = (delta - step"),
-        Mutant("only the last step kept", "delta = (delta.detach() - step * grad.sign())",
-               "delta = (torch.zeros_like(delta) - step * grad.sign())"),
-        Mutant("a second gradient per step", "        (grad,) = torch.autograd.grad(best, delta)\n",
-               "        (grad,) = torch.autograd.grad(best, delta)\n"
-               "        torch.autograd.grad(model(image + delta)[0][..., 4].amax(), delta)\n"),
-        Mutant("the objectness read for the progress bar at each step",
-               "    for _ in tqdm(range(steps), desc=\"PGD\", leave=False):\n",
-               "    bar = tqdm(range(steps), desc=\"PGD\", leave=False)\n    for _ in bar:\n"
-               "        bar.set_postfix(objectness=float(model(image + delta)[0][..., 4].amax()))\n",
-               equivalent="an evaluation that is not differentiated is no gradient step"),
-        Mutant("the objectness read after each step, grad mode on", "        delta = (image + delta).clamp(0, 1) - image\n",
-               "        delta = (image + delta).clamp(0, 1) - image\n"
-               "        shown = best_objectness(model, image + delta).item()\n",
-               equivalent="an evaluation that is not differentiated is no gradient step"),
-        Mutant("delta made on the CPU", "delta = torch.zeros_like(image)", "delta = torch.zeros(image.shape)",
-               equivalent=_gpu_only("the image is on the CPU too")),
-        Mutant("no detach between steps, autograd.grad", "delta = (delta.detach() - step", "delta = (delta - step",
-               equivalent="autograd.grad with respect to the current delta (a non-leaf) is the same gradient; "
-                          "the earlier steps' graph is only kept alive, never used"),
-        Mutant("backward() into delta.grad", "(grad,) = torch.autograd.grad(best, delta)",
-               "best.backward()\n        grad = delta.grad",
-               equivalent="delta is a new leaf each step and the weights are frozen: the same gradient"),
-        Mutant("the raw objectness logit", "decoded, _ = model(image + delta)\n        best = decoded[..., 4].amax()",
-               "_, raw = model(image + delta)\n        best = torch.cat([r[..., 4].flatten() for r in raw]).amax()",
-               equivalent="sigmoid is increasing: the same best cell and the same gradient signs"),
-    )),
-}

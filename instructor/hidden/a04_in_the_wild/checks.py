@@ -1,31 +1,17 @@
-"""Assignment 4 (in-place in the wild): hidden checks, as probes (sandbox) and judges (grader).
-
-The references live here (never in the student package): the GAN step in the DCGAN order, the
-in-place decision made by experiment, the in-place sigmoid as an ``autograd.Function`` and the
-inference-tensor fix. Every truth is found out in the grader on the installed PyTorch: the GAN
-reference step runs in float64 on the CPU from the same (dtype-rounded) weights and batches, the
-in-place decision by running forward and backward with each activation in place, the saved bytes
-with ``saved_tensors_hooks``.
-"""
+"""Assignment 4's checks: one :class:`~instructor.hidden.Check` per graded test cell (probe, judge,
+cases), with the helpers their judges use."""
 from __future__ import annotations
 
 import copy
 
 import torch
-from torch import nn
 
 from autograder.checks import check_equal, check_true, fail, tolerances
 from autograder.wild import build_model, d_loss, g_loss, make_gan, saved_bytes
 
-from . import Check, configs_with_half_on_cpu
-from .a01_version_counter import from_backward, match_version_error
-try:
-    from .mutation import Mutant, Target
-except ImportError:  # mutation testing not installed in this checkout: the checks work without it
-    from collections import namedtuple
-
-    Mutant = lambda name, old, new, equivalent="", count=1: (name, old, new, equivalent, count)  # noqa: E731
-    Target = namedtuple("Target", "checks mutants")
+from .. import Check, configs_with_half_on_cpu
+from ..a01_version_counter.references import from_backward, match_version_error
+from .references import ReferenceSigmoidInPlace, gradients, reference_safe_inplace, set_inplace, wrong_order_error
 
 ASSIGNMENT = "04_in_the_wild"
 
@@ -77,41 +63,6 @@ def _raised(r, what, inputs, hint):
 
 
 # =========================================================================== 1. the GAN step
-
-
-def reference_train_step(G, D, opt_g, opt_d, real, z):
-    """The DCGAN order: D's step on real and detached fakes, then G's step through the *updated* D."""
-    fake = G(z)
-    opt_d.zero_grad()
-    loss_d = d_loss(D(real), D(fake.detach()))
-    loss_d.backward()
-    opt_d.step()
-    opt_g.zero_grad()
-    loss_g = g_loss(D(fake))
-    loss_g.backward()
-    opt_g.step()
-    return loss_d.item(), loss_g.item()
-
-
-def wrong_order_error(seed: int = 0):
-    """The error of the wrong loop (D's step before G's backward through the same D output), here."""
-    from autograder.wild import make_optimizers, ring_data
-
-    G, D = make_gan(seed)
-    opt_g, opt_d = make_optimizers(G, D)
-    real, z = ring_data(64, seed=1), torch.randn(64, 2, generator=torch.Generator().manual_seed(2))
-    d_fake = D(G(z))
-    loss_d, loss_g = d_loss(D(real), d_fake), g_loss(d_fake)
-    opt_d.zero_grad()
-    loss_d.backward(retain_graph=True)
-    opt_d.step()
-    opt_g.zero_grad()
-    try:
-        loss_g.backward()
-    except RuntimeError as err:
-        return err
-    raise AssertionError("the wrong GAN loop did not fail: the experiment is broken")
-
 
 class ReproduceGanError(Check):
     """``reproduce_gan_error()``: no input. Must return the RuntimeError raised by autograd's backward
@@ -301,48 +252,6 @@ class TrainStep(Check):
 
 # =========================================================================== 2. inplace=True layers
 
-
-def set_inplace(model: nn.Module, flags) -> nn.Module:
-    for m, f in zip(model, flags):
-        if hasattr(m, "inplace"):
-            m.inplace = bool(f)
-    return model
-
-
-def gradients(model, x, w):
-    """Gradients of ``(model(x) * w).sum()`` w.r.t. every parameter and ``x`` (a fresh leaf)."""
-    leaf = x.detach().clone().requires_grad_()
-    model.zero_grad(set_to_none=True)
-    (model(leaf) * w).sum().backward()
-    return [p.grad.clone() for p in model.parameters()] + [leaf.grad.clone()]
-
-
-def reference_safe_inplace(model):
-    """On a float64 copy, left to right: put each activation in place, keep it if backward still runs
-    and the gradients are those of the all-out-of-place model (earlier decisions kept); then copy the
-    decisions onto ``model``."""
-    trial = copy.deepcopy(model).to("cpu", torch.float64)
-    for m in trial:
-        if hasattr(m, "inplace"):
-            m.inplace = False
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(4, trial[0].in_features, generator=g, dtype=torch.float64)
-    w = torch.randn(4, trial(x).shape[-1], generator=g, dtype=torch.float64)
-    ref = gradients(trial, x, w)
-    for m in trial:
-        if hasattr(m, "inplace"):
-            m.inplace = True
-            try:
-                ok = all(torch.allclose(a, b) for a, b in zip(gradients(trial, x, w), ref))
-            except RuntimeError:
-                ok = False
-            m.inplace = ok
-    for m, decided in zip(model, trial):
-        if hasattr(m, "inplace"):
-            m.inplace = decided.inplace
-    return model
-
-
 class SafeInplace(Check):
     """``safe_inplace(model)``: ``model`` an ``nn.Sequential`` from ``build_model`` (first module a
     Linear; then Linears, LayerNorms, Tanh, Sigmoid and the activations that take ``inplace=``,
@@ -473,21 +382,6 @@ class SafeInplace(Check):
 
 
 # =========================================================================== 3. a custom Function
-
-
-class ReferenceSigmoidInPlace(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        x.sigmoid_()
-        ctx.mark_dirty(x)
-        ctx.save_for_backward(x)
-        return x
-
-    @staticmethod
-    def backward(ctx, grad):
-        (y,) = ctx.saved_tensors
-        return grad * y * (1 - y)
-
 
 #: Functions of ``t`` built on the student's Function ``Fn``, as source text: the gradient must be
 #: right for the result *and* for every later use of the tensor written in place.
@@ -645,11 +539,6 @@ class SigmoidInPlace(Check):
 
 
 # =========================================================================== 4. inference_mode
-
-
-def reference_to_autograd(t):
-    return t.clone()
-
 
 class ToAutograd(Check):
     """``to_autograd(t)``: ``t`` an inference tensor (made under ``torch.inference_mode()``), any
@@ -832,228 +721,3 @@ class ToAutograd(Check):
         self._same(r["t_after"], x, dtype, "t after to_autograd(t)", where, hint="leave t unchanged.")
         self._same(r["t_after_write"], x, dtype, "t after writing into to_autograd(t)'s result", where,
                    hint="return a copy, not a tensor sharing t's memory.")
-
-
-# =========================================================================== mutants
-
-MUTANTS = {
-    "reproduce_gan_error": Target(checks=("reproduce_gan_error_tests",), mutants=(
-        Mutant("no retain_graph: the other error", "loss_d.backward(retain_graph=True)", "loss_d.backward()"),
-        Mutant("an exception built by hand", "return err", "return RuntimeError(str(err))"),
-        Mutant("no D step: no error at all", "    opt_d.step()\n", "    pass\n"),
-        Mutant("G's optimizer steps instead", "    opt_d.step()\n", "    opt_g.step()\n"),
-        Mutant("the message text instead of the exception", "return err", "return str(err)"),
-        Mutant("raised instead of returned", "return err", "raise err"),
-        Mutant("two D steps", "    opt_d.step()\n", "    opt_d.step()\n    opt_d.step()\n"),
-        Mutant("returns the first argument", "return err", "return err.args[0]"),
-        Mutant("the correct order", "    opt_d.step()\n", "    pass\n    loss_g = g_loss(D(G(z)))\n"),
-        Mutant("detaching G's output changes nothing", "d_fake = D(fake)", "d_fake = D(fake.detach())",
-               equivalent="the backward still reaches D's written weight first"),
-        Mutant("another hidden width", "make_gan(seed=0)", "make_gan(seed=0, hidden=8)"),
-        Mutant("the error swallowed", "        return err\n", "        pass\n"),
-        Mutant("G's backward before D's step: no error", "    opt_d.step()\n    opt_g.zero_grad()\n    try:\n        loss_g.backward()\n",
-               "    opt_g.zero_grad()\n    try:\n        loss_g.backward()\n        opt_d.step()\n"),
-        Mutant("a second D output for G's loss", "loss_g = g_loss(d_fake)", "loss_g = g_loss(D(fake))",
-               equivalent="it is still built before D's step: the same saved weight, the same versions"),
-        Mutant("no zero_grad", "    opt_d.zero_grad()\n", "",
-               equivalent="the first step's gradients start at None either way"),
-        Mutant("another seed for the batch", "ring_data(64)", "ring_data(64, seed=5)",
-               equivalent="the message names the same weight and versions whatever the data"),
-        Mutant("a batch of one", "ring_data(64), torch.randn(64, 2)", "ring_data(1), torch.randn(1, 2)",
-               equivalent="the weight's shape does not depend on the batch"),
-        Mutant("G's optimizer steps too, before the backward", "    opt_d.step()\n", "    opt_d.step()\n    opt_g.step()\n",
-               equivalent="backward meets D's written weight before any of G's"),
-        Mutant("the exception's class instead of the exception", "return err", "return type(err)"),
-        Mutant("the traceback dropped by re-creating it", "return err", "return err.with_traceback(None)"),
-        Mutant("the error printed, not returned", "        return err\n", "        print(err)\n"),
-        Mutant("D's weights written through .data", "    opt_d.step()\n",
-               "    for p in D.parameters():\n        p.data -= 0.1 * p.grad\n"),
-        Mutant("D's step written by hand under no_grad", "    opt_d.step()\n",
-               "    with torch.no_grad():\n        for p in D.parameters():\n            p -= 0.1 * p.grad\n",
-               equivalent="an in-place write under no_grad bumps the version like the optimizer's"),
-        Mutant("G's loss on D's output for the real points", "loss_g = g_loss(d_fake)", "loss_g = g_loss(D(real))",
-               equivalent="that output too was built before D's step: the same weight, the same versions"),
-        Mutant("the error's cause returned", "return err", "return err.__cause__"),
-        Mutant("D's step moved before the forward pass", "    fake = G(z)\n    d_fake = D(fake)\n    loss_d = d_loss(D(real), d_fake)\n    loss_g = g_loss(d_fake)\n    opt_d.zero_grad()\n    loss_d.backward(retain_graph=True)\n    opt_d.step()\n",
-               "    opt_d.step()\n    fake = G(z)\n    d_fake = D(fake)\n    loss_d = d_loss(D(real), d_fake)\n    loss_g = g_loss(d_fake)\n    opt_d.zero_grad()\n    loss_d.backward(retain_graph=True)\n"),
-        Mutant("D's last layer frozen", "    opt_g, opt_d = make_optimizers(G, D)\n",
-               "    D[-1].requires_grad_(False)\n    opt_g, opt_d = make_optimizers(G, D)\n"),
-        Mutant("any exception caught, a ValueError returned", "except RuntimeError as err:\n        return err",
-               "except RuntimeError as err:\n        return ValueError(str(err))"),
-    )),
-    "train_step": Target(checks=("train_step_tests",), mutants=(
-        Mutant("no detach in D's loss (G's graph freed)", "D(fake.detach())", "D(fake)"),
-        Mutant("no opt_d.zero_grad()", "    opt_d.zero_grad()\n", ""),
-        Mutant("no opt_g.zero_grad()", "    opt_g.zero_grad()\n", ""),
-        Mutant("detach in G's loss", "loss_g = g_loss(D(fake))", "loss_g = g_loss(D(fake.detach()))"),
-        Mutant("G's label 0", "loss_g = g_loss(D(fake))", "loss_g = d_loss(D(fake)[:0], D(fake))"),
-        Mutant("real and fake swapped in D's loss", "d_loss(D(real), D(fake.detach()))", "d_loss(D(fake.detach()), D(real))"),
-        Mutant("no D step", "    opt_d.step()\n", ""),
-        Mutant("no G step", "    opt_g.step()\n", ""),
-        Mutant("losses swapped", "return loss_d.item(), loss_g.item()", "return loss_g.item(), loss_d.item()"),
-        Mutant("G's output detached at the source", "fake = G(z)", "fake = G(z).detach()"),
-        Mutant("G against the old D (stale graph)", "    opt_d.step()\n    opt_g.zero_grad()\n    loss_g = g_loss(D(fake))\n    loss_g.backward()\n",
-               "    opt_g.zero_grad()\n    loss_g = g_loss(D(fake))\n    loss_g.backward()\n    opt_d.step()\n"),
-        Mutant("D's loss reported after its step", "return loss_d.item(), loss_g.item()",
-               "return d_loss(D(real), D(fake)).item(), loss_g.item()"),
-        Mutant("D's loss halved", "loss_d = d_loss(D(real), D(fake.detach()))",
-               "loss_d = 0.5 * d_loss(D(real), D(fake.detach()))"),
-        Mutant("two G steps", "    opt_g.step()\n", "    opt_g.step()\n    opt_g.step()\n"),
-        Mutant("two D steps", "    opt_d.step()\n", "    opt_d.step()\n    opt_d.step()\n"),
-        Mutant("the fake term of D's loss under no_grad", "    loss_d = d_loss(D(real), D(fake.detach()))\n",
-               "    with torch.no_grad():\n        d_f = D(fake)\n    loss_d = d_loss(D(real), d_f)\n"),
-        Mutant("the saturating minimax loss for G", "loss_g = g_loss(D(fake))",
-               "loss_g = -torch.nn.functional.binary_cross_entropy_with_logits(D(fake), torch.zeros(len(z), 1, "
-               "dtype=z.dtype, device=z.device))"),
-        Mutant("D's gradient zeroed after its backward", "    opt_d.zero_grad()\n    loss_d = d_loss(D(real), D(fake.detach()))\n    loss_d.backward()\n",
-               "    loss_d = d_loss(D(real), D(fake.detach()))\n    loss_d.backward()\n    opt_d.zero_grad()\n"),
-        Mutant("G's gradient zeroed after its backward", "    opt_g.zero_grad()\n    loss_g = g_loss(D(fake))\n    loss_g.backward()\n",
-               "    loss_g = g_loss(D(fake))\n    loss_g.backward()\n    opt_g.zero_grad()\n"),
-        Mutant("G's step first, through the old D", "    opt_d.zero_grad()\n    loss_d = d_loss(D(real), D(fake.detach()))\n"
-               "    loss_d.backward()\n    opt_d.step()\n    opt_g.zero_grad()\n    loss_g = g_loss(D(fake))\n    loss_g.backward()\n"
-               "    opt_g.step()\n",
-               "    opt_g.zero_grad()\n    loss_g = g_loss(D(fake))\n    loss_g.backward()\n    opt_g.step()\n"
-               "    opt_d.zero_grad()\n    loss_d = d_loss(D(real), D(fake.detach()))\n    loss_d.backward()\n    opt_d.step()\n"),
-        Mutant("D trained on real points only", "loss_d = d_loss(D(real), D(fake.detach()))",
-               "loss_d = g_loss(D(real))"),
-        Mutant("the two losses summed into one backward", "    loss_d.backward()\n", "    (loss_d + 0 * g_loss(D(fake))).backward()\n"),
-        Mutant("zero_grad keeps zeros instead of None", "opt_d.zero_grad()", "opt_d.zero_grad(set_to_none=False)",
-               equivalent="plain SGD steps the same with zero or no gradient"),
-        Mutant("both optimizers zeroed first", "    fake = G(z)\n    opt_d.zero_grad()\n", "    opt_g.zero_grad()\n    fake = G(z)\n    opt_d.zero_grad()\n",
-               equivalent="D's backward on fake.detach() leaves G's gradients at zero"),
-        Mutant("D frozen during G's backward", "    loss_g = g_loss(D(fake))\n    loss_g.backward()\n",
-               "    D.requires_grad_(False)\n    loss_g = g_loss(D(fake))\n    loss_g.backward()\n    D.requires_grad_(True)\n",
-               equivalent="G's gradient is the same; D's gradient from loss_g is zeroed before D's next step anyway"),
-        Mutant("a fresh G(z) for G's loss", "loss_g = g_loss(D(fake))", "loss_g = g_loss(D(G(z)))",
-               equivalent="G has not stepped yet: G(z) is the same fake"),
-    )),
-    "safe_inplace": Target(checks=("safe_inplace_tests",), mutants=(
-        Mutant("flags handed over are kept", "            m.inplace = False\n", "            pass\n"),
-        Mutant("decided on the copy only", "            m.inplace = decided.inplace\n", "            pass\n"),
-        Mutant("every activation in place", "            m.inplace = ok\n", "            m.inplace = True\n"),
-        Mutant("none in place", "            m.inplace = ok\n", "            m.inplace = False\n"),
-        Mutant("decision inverted", "            m.inplace = ok\n", "            m.inplace = not ok\n"),
-        Mutant("each tried alone, earlier decisions dropped", "            m.inplace = ok\n",
-               "            m.inplace = False\n            m.ok = ok\n    for m in trial:\n        if hasattr(m, 'ok'):\n            m.inplace = m.ok\n"),
-        Mutant("right to left", "    for m in trial:\n        if hasattr(m, \"inplace\"):\n            m.inplace = True",
-               "    for m in reversed(trial):\n        if hasattr(m, \"inplace\"):\n            m.inplace = True"),
-        Mutant("returns nothing", "    return model", "    return None"),
-        Mutant("returns a new model", "    return model", "    return torch.nn.Sequential(*list(model)[:-1])"),
-        Mutant("any error counts as unsafe, gradients not compared", "all(torch.allclose(a, b) for a, b in zip(gradients(trial, x, w), ref))",
-               "(gradients(trial, x, w) is not None)",
-               equivalent="none of these activations gives a wrong gradient without an error"),
-        Mutant("only the first activation considered", "            m.inplace = ok\n",
-               "            m.inplace = ok\n            break\n"),
-        Mutant("experiments on the model itself", 'trial = copy.deepcopy(model).to("cpu", torch.float64)',
-               'trial = model.to("cpu", torch.float64)'),
-        Mutant("returns the float64 trial copy", "    return model", "    return trial"),
-        Mutant("stops at the first unsafe activation", "            m.inplace = ok\n",
-               "            m.inplace = ok\n            if not ok:\n                break\n"),
-        Mutant("a failed activation left in place", "            m.inplace = ok\n", "            m.inplace = m.inplace or ok\n"),
-        Mutant("a failing backward counted safe", "            except RuntimeError:\n                ok = False\n",
-               "            except RuntimeError:\n                ok = True\n"),
-        Mutant("no zero_grad between the experiments", "        model.zero_grad(set_to_none=True)\n", ""),
-        Mutant("the input not a leaf that requires grad", "leaf = x.detach().clone().requires_grad_()",
-               "leaf = x.detach().clone()"),
-        Mutant("decisions copied one module late", "for m, decided in zip(model, trial):",
-               "for m, decided in zip(model, list(trial)[1:] + [trial[0]]):"),
-        Mutant("a model handed over in place is tried as it is", "            m.inplace = False\n",
-               "            m.inplace = m.inplace\n"),
-        Mutant("gradients compared without the input's", " + [leaf.grad.clone()]", "",
-               equivalent="an in-place activation that changes the input's gradient changes a weight's too"),
-        Mutant("other upstream weights", "w = torch.randn(4, trial(x).shape[-1], generator=g, dtype=torch.float64)",
-               "w = torch.ones(4, trial(x).shape[-1], dtype=torch.float64)",
-               equivalent="an unsafe activation errors or changes the gradient for any upstream weights"),
-        Mutant("any exception counts as unsafe", "except RuntimeError:", "except Exception:",
-               equivalent="backward's in-place errors are RuntimeErrors"),
-        Mutant("a forward hook that keeps an extra graph (memory only)", "    return model",
-               "    model.register_forward_hook(lambda m, i, o: setattr(m, 'kept', o.exp()))\n    return model"),
-        Mutant("exact equality where a tolerance is needed", "torch.allclose(a, b)", "torch.equal(a, b)"),
-    )),
-    "sigmoid_inplace": Target(checks=("sigmoid_inplace_tests",), mutants=(
-        Mutant("no mark_dirty", "        ctx.mark_dirty(x)\n", ""),
-        Mutant("backward without (1 - y)", "grad * y * (1 - y)", "grad * y"),
-        Mutant("backward sign", "grad * y * (1 - y)", "-grad * y * (1 - y)"),
-        Mutant("out of place", "x.sigmoid_()", "x = x.sigmoid()"),
-        Mutant("returns a copy", "        return x\n", "        return x.clone()\n"),
-        Mutant("save_for_backward called before the write", "        x.sigmoid_()\n        ctx.mark_dirty(x)\n        ctx.save_for_backward(x)\n",
-               "        ctx.save_for_backward(x)\n        x.sigmoid_()\n        ctx.mark_dirty(x)\n",
-               equivalent="a custom Function's saved tensors are packed when forward returns, after the write"),
-        Mutant("the input's old values saved", "        x.sigmoid_()\n", "        ctx.old = x.clone()\n        x.sigmoid_()\n"
-               "        x.copy_(ctx.old)\n        x.sigmoid_()\n", equivalent="the same final values"),
-        Mutant("backward from the saved input", "return grad * y * (1 - y)", "return grad * y.exp() / (1 + y.exp()) ** 2"),
-        Mutant("backward on the wrong tensor", "return grad * y * (1 - y)", "return grad * y.sigmoid() * (1 - y.sigmoid())"),
-        Mutant("exp instead of sigmoid", "x.sigmoid_()", "x.exp_()"),
-        Mutant("gradient passed through", "return grad * y * (1 - y)", "return grad"),
-        Mutant("saves a clone of the output", "ctx.save_for_backward(x)", "ctx.save_for_backward(x.clone())",
-               equivalent="the clone holds the same values; only memory differs"),
-        Mutant("sigmoid applied twice", "x.sigmoid_()", "x.sigmoid_().sigmoid_()"),
-        Mutant("backward with (1 + y)", "grad * y * (1 - y)", "grad * y * (1 + y)"),
-        Mutant("backward without y", "grad * y * (1 - y)", "grad * (1 - y)"),
-        Mutant("backward returns an extra None", "return grad * y * (1 - y)", "return grad * y * (1 - y), None",
-               equivalent="autograd ignores trailing None gradients"),
-        Mutant("backward returns two gradients", "return grad * y * (1 - y)", "return grad * y * (1 - y), grad"),
-        Mutant("mark_dirty on a clone", "ctx.mark_dirty(x)", "ctx.mark_dirty(x.clone())"),
-        Mutant("returns a view of the written input", "        return x\n", "        return x.view_as(x)\n"),
-        Mutant("tanh instead of sigmoid", "x.sigmoid_()", "x.tanh_()"),
-        Mutant("backward squares the incoming gradient", "grad * y * (1 - y)", "grad ** 2 * y * (1 - y)"),
-        Mutant("the write into a clone", "        x.sigmoid_()\n", "        x = x.clone().sigmoid_()\n"),
-        Mutant("backward scaled by the output's mean", "grad * y * (1 - y)", "grad * y.mean() * (1 - y)"),
-        Mutant("mark_dirty before the write", "        x.sigmoid_()\n        ctx.mark_dirty(x)\n",
-               "        ctx.mark_dirty(x)\n        x.sigmoid_()\n", equivalent="mark_dirty only records which input forward wrote"),
-        Mutant("the saved output detached in backward", "(y,) = ctx.saved_tensors", "y = ctx.saved_tensors[0].detach()",
-               equivalent="first-order gradients do not differentiate through y"),
-        Mutant("the derivative rewritten", "grad * y * (1 - y)", "grad * (y - y * y)",
-               equivalent="the same derivative, y - y**2 = y (1 - y)"),
-        Mutant("the output kept on ctx, backward still reads saved_tensors", "        ctx.save_for_backward(x)\n        return x\n",
-               "        ctx.y = x\n        return x\n"),
-        Mutant("backward makes its ones on the CPU", "grad * y * (1 - y)",
-               "grad * y * (torch.ones(y.shape, dtype=y.dtype) - y)"),
-        Mutant("the write through .data", "        x.sigmoid_()\n", "        x.data.sigmoid_()\n",
-               equivalent="ctx.mark_dirty(x) records the write either way (the text says either is fine)"),
-        Mutant("backward's ones made like y", "grad * y * (1 - y)", "grad * y * (torch.ones_like(y) - y)",
-               equivalent="ones_like keeps y's device and dtype"),
-        Mutant("the output kept on ctx and read from it", "        ctx.save_for_backward(x)\n        return x\n\n"
-               "    @staticmethod\n    def backward(ctx, grad):\n        (y,) = ctx.saved_tensors\n",
-               "        ctx.y = x\n        return x\n\n    @staticmethod\n    def backward(ctx, grad):\n        y = ctx.y\n",
-               equivalent="forward's output, the same values at backward (no version check: nothing writes it later here)"),
-    )),
-    "to_autograd": Target(checks=("to_autograd_tests",), mutants=(
-        Mutant("the inference tensor itself", "return t.clone()", "return t"),
-        Mutant("detach", "return t.clone()", "return t.detach()"),
-        Mutant("a view", "return t.clone()", "return t.view_as(t)"),
-        Mutant("clone inside inference_mode", "return t.clone()",
-               "with torch.inference_mode():\n        return t.clone()"),
-        Mutant("a leaf that requires grad", "return t.clone()", "return t.clone().requires_grad_()"),
-        Mutant("float32", "return t.clone()", "return t.clone().float()"),
-        Mutant("moved to the CPU", "return t.clone()", "return torch.tensor(t.tolist())"),
-        Mutant("a zero tensor", "return t.clone()", "return torch.zeros_like(t)"),
-        Mutant("values changed", "return t.clone()", "return t.clone() * 1.0001"),
-        Mutant("clone under no_grad", "return t.clone()", "with torch.no_grad():\n        return t.clone()",
-               equivalent="no_grad makes normal tensors"),
-        Mutant("copy through empty_like", "return t.clone()", "return torch.empty_like(t).copy_(t)",
-               equivalent="a fresh normal tensor with t's values"),
-        Mutant("made contiguous", "return t.clone()", "return t.contiguous()"),
-        Mutant("flattened copy", "return t.clone()", "return t.clone().reshape(-1)"),
-        Mutant("transposed copy", "return t.clone()", "return t.clone().t()"),
-        Mutant("through NumPy, sharing memory", "return t.clone()", "return torch.from_numpy(t.cpu().numpy())"),
-        Mutant("rounded to float16 and back", "return t.clone()", "return t.clone().half().to(t.dtype)"),
-        Mutant("copied into a new float32 tensor", "return t.clone()", "return torch.empty(t.shape).copy_(t)"),
-        Mutant("a product with one outside inference mode (bool becomes int64)", "return t.clone()", "return t * 1"),
-        Mutant("t + 0 (bool becomes int64)", "return t.clone()", "return t + 0"),
-        Mutant("a buffer made on the CPU", "return t.clone()", "return torch.empty(t.shape, dtype=t.dtype).copy_(t)"),
-        Mutant("zeros made on the CPU, plus t", "return t.clone()",
-               "return torch.zeros(t.shape, dtype=t.dtype) + t"),
-        Mutant("float64 for every non-float dtype", "return t.clone()",
-               "return t.clone() if t.dtype.is_floating_point else t.clone().double()"),
-        Mutant("a round trip through the CPU", "return t.clone()", "return t.cpu().clone().to(t.device)",
-               equivalent="the copy ends on t's device with t's values (meta cannot run it: judged on the CPU)"),
-        Mutant("a buffer made on t's device", "return t.clone()",
-               "return torch.empty(t.shape, dtype=t.dtype, device=t.device).copy_(t)",
-               equivalent="a fresh normal tensor on t's device with t's values"),
-        Mutant("a copy made by to()", "return t.clone()", "return t.to(t.dtype, copy=True)",
-               equivalent="a fresh normal tensor with t's values"),
-        Mutant("clone then detach", "return t.clone()", "return t.clone().detach()",
-               equivalent="a normal tensor with t's values; detach() of a normal tensor is normal"),
-    )),
-}
