@@ -29,7 +29,7 @@ import nbformat
 from ..hidden import Check, Verdict, checks_for, judge_results, probe_source
 from ..hidden.probe_driver import timed_out
 from ..layout import REPO, is_test_cell, nbgrader_meta, test_cell_ids
-from . import sandbox
+from . import sandbox, zygote
 
 DRIVER = Path(__file__).resolve().parents[1] / "hidden" / "probe_driver.py"
 MAX_RERUNS = 3
@@ -123,8 +123,12 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
             out = scratch / "out"
             out.mkdir()
             remaining = max(1.0, deadline - time.monotonic())
-            run = sandbox.run([sandbox.python(), "probe_driver.py", "job.pt", "out"], scratch,
-                              limits=limits, wall_seconds=remaining, use_sandbox=use_sandbox)
+            warm = zygote.current() if use_sandbox else None  # the worker's pre-started sandbox, if any
+            if warm is not None:
+                run = warm.run("probe_driver.py", ["job.pt", "out"], scratch, wall_seconds=remaining)
+            else:
+                run = sandbox.run([sandbox.python(), "probe_driver.py", "job.pt", "out"], scratch,
+                                  limits=limits, wall_seconds=remaining, use_sandbox=use_sandbox)
             sandboxed = sandboxed or run.sandboxed
             for i in list(pending):
                 gid = checks[i].grade_id

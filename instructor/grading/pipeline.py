@@ -30,7 +30,7 @@ from pathlib import Path
 import nbformat
 
 from ..layout import NB_EXT, REPO, gradebook_layout, load_config, test_cell_ids
-from . import sandbox
+from . import sandbox, zygote
 from .canonical import canonical_notebook
 
 __all__ = ["Submission", "QuestionScore", "Result", "sandboxed_config", "replay_config", "nbgrader_api", "check_ok",
@@ -346,7 +346,9 @@ def grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback
     staged = workdir / "submitted" / sub.student / sub.assignment
     deadline = time.monotonic() + limits.wall_seconds
     space = contextlib.ExitStack()
-    tmp = space.enter_context(sandbox.Workspace(limits))  # everything this submission's runs write, bounded
+    # everything this submission's runs write, bounded: in this worker's pre-started sandbox when there is one
+    zyg = zygote.for_this_thread(limits)
+    tmp = space.enter_context(zyg.submission() if zyg is not None else sandbox.Workspace(limits))
     try:
         verdicts, hung_cells, hung_tests = {}, [], []
         for path in sorted(staged.glob("*" + NB_EXT)):
@@ -374,7 +376,7 @@ def grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback
             d.mkdir()
             os.chmod(d, 0o777)
         sandbox.write_kernelspec(specs)
-        cgroup = sandbox.Cgroup(limits, sandbox.status()["cgroup"])
+        cgroup = sandbox.Cgroup(limits, None if zyg is not None else sandbox.status()["cgroup"])
         env = {"COURSE_SANDBOX_SCRATCH": str(kernel_scratch), "COURSE_SANDBOX_RUN": str(rundir),
                "COURSE_SANDBOX_LIMITS": limits.to_env(), "COURSE_VERDICTS": str(vfile),
                "COURSE_SANDBOX_CGROUP": os.pathsep.join(str(d) for d in cgroup.dirs),

@@ -63,6 +63,7 @@ class Limits:
     disk_bytes: int = 512 << 20         # everything one submission writes, all its runs together
     result_bytes: int = 64 << 20        # the confirmation's result files of one run, unpacked
     host_uid: int = 61000               # first host uid the sandbox runs as when grading as root
+    zygote: bool = True                 # one pre-started sandbox per worker, a fork per run (:mod:`.zygote`)
 
     @classmethod
     def from_config(cls, config=None) -> "Limits":
@@ -93,6 +94,8 @@ class Limits:
             lim.cell_seconds = float(timeout)
         if "case_seconds" in section:
             lim.case_seconds = float(section["case_seconds"])
+        if "zygote" in section:
+            lim.zygote = bool(section["zygote"])
         return lim
 
     def to_env(self) -> str:
@@ -325,9 +328,20 @@ _DROP_SNIPPET = ("import os,sys;u=int(sys.argv[1]);os.setgroups([]);os.setresgid
                  "os.execv(sys.argv[2],sys.argv[2:])")
 
 
-def _drop_to(uid: int, command: list[str]) -> list[str]:
-    """``command`` run as host ``uid``/``gid``, no groups, no capabilities left (bounding set too)."""
+def server_uid(limits: "Limits | None" = None) -> int:
+    """The host uid of a worker's pre-started sandbox (:mod:`.zygote`): not :func:`sandbox_uid`, the
+    uid its runs drop to, so that a run cannot signal it (the range above ``c.Sandbox.host_uid``'s)."""
+    return (limits or Limits()).host_uid + 1000 + os.getpid() % 1000
+
+
+def _drop_to(uid: int, command: list[str], keep: tuple[str, ...] = ()) -> list[str]:
+    """``command`` run as host ``uid``/``gid``, no groups, no capabilities left (bounding set too),
+    but for ``keep`` (names such as ``setuid``: the pre-started sandbox's server only; needs setpriv)."""
     setpriv = shutil.which("setpriv")
+    if setpriv and keep:
+        caps = "-all," + ",".join("+" + c for c in keep)
+        return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", f"--bounding-set={caps}",
+                f"--inh-caps={caps}", f"--ambient-caps={caps}", "--", *command]
     if setpriv:
         return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--bounding-set=-all",
                 "--inh-caps=-all", "--", *command]
@@ -349,8 +363,23 @@ def _parents_to_make(targets: list[str], system: list[str]) -> list[str]:
     return sorted(out, key=lambda p: (p.count("/"), p))
 
 
+def sandbox_env(scratch: Path, env: dict | None = None) -> dict:
+    """The whole environment of a sandboxed process working in ``scratch`` (nothing of the grader's)."""
+    venv = Path(sys.prefix)
+    base_env = {"PATH": f"{venv}/bin:/usr/bin:/bin", "HOME": str(scratch), "LANG": "C.UTF-8",
+                "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
+                "IPYTHONDIR": str(scratch / ".ipython"), "MPLCONFIGDIR": str(scratch / ".matplotlib"),
+                "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "TMPDIR": "/tmp"}
+    for key in ("COURSE_DEVICE", "CUDA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        if os.environ.get(key):
+            base_env[key] = os.environ[key]
+    base_env.update(env or {})
+    return base_env
+
+
 def bwrap_argv(scratch: Path, command: list[str], *, extra_ro: list[Path] = (), extra_rw: list[Path] = (),
-               env: dict | None = None, uid: int | None = None, tmp_bytes: int | None = None) -> list[str]:
+               env: dict | None = None, uid: int | None = None, tmp_bytes: int | None = None,
+               tmp_dir: Path | None = None, keep_caps: tuple[str, ...] = ()) -> list[str]:
     """The bubblewrap command line that runs ``command`` in ``scratch``.
 
     As root: privileged bubblewrap, every namespace but the user one, then :func:`_drop_to` the host
@@ -362,12 +391,17 @@ def bwrap_argv(scratch: Path, command: list[str], *, extra_ro: list[Path] = (), 
         argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid", "--unshare-net",
                 "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL", "--cap-add", "CAP_SETUID",
                 "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
-        command = _drop_to(uid, command)
+        for cap in keep_caps:
+            argv += ["--cap-add", "CAP_" + cap.upper()] if cap.lower() not in ("setuid", "setgid", "setpcap") else []
+        command = _drop_to(uid, command, tuple(keep_caps))
     else:
         argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--unshare-user",
                 "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"]
     argv += ["--clearenv", "--proc", "/proc", "--dev", "/dev"]
-    argv += ["--perms", "1777", "--size", str(int(tmp_bytes or Limits().disk_bytes)), "--tmpfs", "/tmp"]
+    if tmp_dir is None:
+        argv += ["--perms", "1777", "--size", str(int(tmp_bytes or Limits().disk_bytes)), "--tmpfs", "/tmp"]
+    else:  # a folder the grader wipes (the pre-started sandbox: /tmp outlives one run)
+        argv += ["--bind", str(tmp_dir), "/tmp"]
     system = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
     for p in system:
         if os.path.lexists(p):
@@ -384,15 +418,7 @@ def bwrap_argv(scratch: Path, command: list[str], *, extra_ro: list[Path] = (), 
     for p in rw_binds:
         argv += ["--bind", p, p]
     argv += _device_binds()
-    base_env = {"PATH": f"{venv}/bin:/usr/bin:/bin", "HOME": str(scratch), "LANG": "C.UTF-8",
-                "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
-                "IPYTHONDIR": str(scratch / ".ipython"), "MPLCONFIGDIR": str(scratch / ".matplotlib"),
-                "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "TMPDIR": "/tmp"}
-    for key in ("COURSE_DEVICE", "CUDA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        if os.environ.get(key):
-            base_env[key] = os.environ[key]
-    base_env.update(env or {})
-    for k, v in base_env.items():
+    for k, v in sandbox_env(scratch, env).items():
         argv += ["--setenv", k, v]
     argv += ["--chdir", str(scratch), "--", *command]
     return argv
@@ -436,7 +462,7 @@ class RunResult:
     reason: str = ""
 
 
-def _describe_exit(code: int | None, cgroup: Cgroup | None, timed_out: bool, wall: float) -> str:
+def describe_exit(code: int | None, cgroup: Cgroup | None, timed_out: bool, wall: float) -> str:
     if timed_out:
         return f"it ran past the wall-clock limit of {wall:.0f} s"
     if cgroup is not None and cgroup.oom_killed():
@@ -449,7 +475,7 @@ def _describe_exit(code: int | None, cgroup: Cgroup | None, timed_out: bool, wal
                  "SIGKILL": " (killed: memory limit or a crash)"}.get(sig, "")
         return f"it was ended by {sig}{extra}"
     if code > 128:
-        return _describe_exit(128 - code, cgroup, False, wall)
+        return describe_exit(128 - code, cgroup, False, wall)
     return f"it exited with status {code}"
 
 
@@ -501,7 +527,7 @@ def run(command: list[str], scratch: Path, *, limits: Limits | None = None, wall
                     code = None
     if waking is not None:
         waking.set()
-    reason = "" if code == 0 and not timed_out else _describe_exit(code, cgroup, timed_out, wall)
+    reason = "" if code == 0 and not timed_out else describe_exit(code, cgroup, timed_out, wall)
     if cgroup is not None:
         cgroup.cleanup()
     return RunResult(code, timed_out, sandboxed, time.monotonic() - t0, reason)
@@ -535,9 +561,9 @@ class Workspace:
     tmpfs either way). ``with Workspace(limits) as path: ...``; ``.bounded`` says which it was.
     """
 
-    def __init__(self, limits: "Limits | None" = None, prefix: str = "grade-"):
+    def __init__(self, limits: "Limits | None" = None, prefix: str = "grade-", parent: str | None = None):
         self.limits = limits or Limits()
-        self.path = Path(tempfile.mkdtemp(prefix=prefix))
+        self.path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
         self.bounded = False
 
     def __enter__(self) -> Path:
@@ -694,6 +720,15 @@ def kernel_main(connection_file: str) -> None:
     os.execv(sys.executable, kernel)
 
 
+_LAUNCHER = threading.local()
+
+
+def use_kernel_launcher(launch) -> None:
+    """On this thread, kernels start through ``launch(connection_file) -> Popen-like`` instead of the
+    kernelspec's command (the pre-started sandbox of :mod:`.zygote`); ``None``: the kernelspec again."""
+    _LAUNCHER.launch = launch
+
+
 def _kernel_manager_class():
     from jupyter_client.manager import AsyncKernelManager
 
@@ -706,6 +741,17 @@ def _kernel_manager_class():
             self.transport = "ipc"
             self.connection_file = str(rundir / f"kernel-{uuid.uuid4().hex[:8]}.json")
             self.ip = str(rundir / "k")
+            # made on the grading thread; the kernel may be started from another (run_sync)
+            self.course_launch = getattr(_LAUNCHER, "launch", None)
+
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            if self.course_launch is None:
+                return await super()._async_launch_kernel(kernel_cmd, **kw)
+            prov = self.provisioner
+            proc = self.course_launch(self.connection_file)
+            prov.process, prov.pid, prov.pgid = proc, proc.pid, None
+            prov.cwd = os.environ.get("COURSE_SANDBOX_SCRATCH")
+            self._reconcile_connection_info(prov.connection_info)
 
     return SandboxKernelManager
 

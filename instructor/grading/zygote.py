@@ -1,0 +1,382 @@
+"""One pre-started sandbox per grading worker, a fresh fork of it per run (the host side).
+
+Without it every submission starts two sandboxed interpreters — the confirmation's probe driver and
+the notebook's kernel — and each pays a Python start, ``import torch`` and ``import IPython`` (about
+2 s each here). With it, a worker starts one sandbox (:mod:`.zygote_server`, inside bubblewrap, as
+the sandbox's unprivileged uid, in its own cgroup) that imports them once; each run is a ``fork()``.
+
+What keeps submissions apart when they share one sandbox, one after the other:
+
+* **one submission at a time** per sandbox: :meth:`Zygote.submission` gives it a folder of its own
+  (root-owned; its scratch folders handed to the sandbox uid) and, when it ends, everything goes —
+  every process the runs started (``kill(-1)`` inside the sandbox's PID namespace), POSIX and System V
+  shared memory, its folder, the sandbox's ``/tmp`` (a folder of the area the grader wipes);
+* **after every run** the same kill: a daemon from the confirmation run does not live on into the
+  kernel's run;
+* the server is not dumpable (no ptrace, no ``/proc/PID/mem`` from a run as the same uid), talks to
+  the grader over an inherited socket pair (nothing a run could replace), and a run that kills it
+  only costs a restart (the next run starts a new one);
+* the disk bound covers the whole area (one submission at a time: the same bound as before), the
+  cgroup's memory bound covers the server and its run, a run's CPU time is its own (``RLIMIT_CPU``).
+
+Used when grading as root with privileged bubblewrap and a bounded disk (what ``make test`` and CI
+have); elsewhere, and with ``COURSE_ZYGOTE=off`` or ``c.Sandbox.zygote = False``, each run starts its
+own sandbox as before (:func:`.sandbox.run`, :func:`.sandbox.kernel_main`).
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import itertools
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from . import sandbox
+
+SERVER = Path(__file__).resolve().with_name("zygote_server.py")
+START_SECONDS = 120.0
+#: added to the memory bound of the cgroup: the server itself (torch, IPython imported), shared with its run
+SERVER_MEMORY = 768 << 20
+#: what the server keeps: make each run with the runs' uid, end them; a run keeps nothing
+KEEP_CAPS = ("setuid", "setgid", "setpcap", "kill")
+
+__all__ = ["Zygote", "enabled", "for_this_thread", "current", "stop_all"]
+
+_local = threading.local()
+_ALL: list["Zygote"] = []
+
+
+def enabled(limits: "sandbox.Limits | None" = None) -> bool:
+    """Is the pre-started sandbox used here? (root, privileged bubblewrap, a bounded disk, not switched off)"""
+    if os.environ.get("COURSE_ZYGOTE", "").lower() in ("off", "0", "no") or not (limits or sandbox.Limits()).zygote:
+        return False
+    st = sandbox.status()
+    return (bool(st["bwrap"]) and sandbox.drops_privileges() and sandbox.can_bound_disk()
+            and shutil.which("setpriv") is not None)
+
+
+def for_this_thread(limits: "sandbox.Limits") -> "Zygote | None":
+    """This thread's pre-started sandbox (made on first use), or None where it is not used."""
+    if not enabled(limits):
+        return None
+    z = getattr(_local, "zygote", None)
+    if z is None or z.limits != limits:
+        if z is not None:
+            z.stop()
+        z = _local.zygote = Zygote(limits)
+        _ALL.append(z)
+    return z
+
+
+def current() -> "Zygote | None":
+    """The sandbox the submission being graded on this thread runs in (None: one sandbox per run)."""
+    z = getattr(_local, "active", None)
+    return z if z is not None and z.in_submission else None
+
+
+@atexit.register
+def stop_all() -> None:
+    for z in list(_ALL):
+        z.stop()
+    _ALL.clear()
+
+
+class ZygoteError(RuntimeError):
+    pass
+
+
+class Child:
+    """A run forked by the server; enough of ``subprocess.Popen`` for jupyter_client and the grader."""
+
+    def __init__(self, zygote: "Zygote", rid: int):
+        self.zygote, self.id = zygote, rid
+        self.pid = None           # in the sandbox's PID namespace: signals go through the server
+        self.returncode = None
+        self.started = threading.Event()
+        self.exited = threading.Event()
+        self.error = ""
+        self.stdout = self.stderr = self.stdin = None
+
+    def poll(self):
+        return self.returncode if self.exited.is_set() else None
+
+    def wait(self, timeout: float | None = None):
+        if not self.exited.wait(timeout):
+            raise subprocess.TimeoutExpired("sandboxed run", timeout)
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if not self.exited.is_set():
+            self.zygote._request({"op": "signal", "id": self.id, "sig": int(sig)})
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def _ended(self, code: int) -> None:
+        if not self.exited.is_set():
+            self.returncode = code
+            self.exited.set()
+        self.started.set()
+
+
+class Zygote:
+    """A sandboxed, pre-started interpreter of this worker (see the module's text)."""
+
+    def __init__(self, limits: "sandbox.Limits"):
+        self.limits = limits
+        self.uid = sandbox.sandbox_uid(limits)
+        self.proc: subprocess.Popen | None = None
+        self.sock: socket.socket | None = None
+        self.area: Path | None = None
+        self._space: sandbox.Workspace | None = None
+        self._children: dict[int, Child] = {}
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._cleaned = threading.Event()
+        self._ready = threading.Event()
+        self.cgroup: sandbox.Cgroup | None = None
+        self._waking = None
+        self.starts = 0
+        self.in_submission = False
+        self.info: dict = {}
+
+    # ------------------------------------------------------------------ life
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None and self.sock is not None
+
+    def _make_area(self) -> None:
+        if self.area is not None:
+            return
+        # not under /tmp: the sandbox's /tmp is a folder of this area
+        parent = "/var/tmp" if os.path.isdir("/var/tmp") and os.access("/var/tmp", os.W_OK) else None
+        self._space = sandbox.Workspace(self.limits, prefix="course-zygote-", parent=parent)
+        self.area = self._space.__enter__()
+        for name in ("bin", "home"):
+            (self.area / name).mkdir(mode=0o755, exist_ok=True)
+        self._fresh_tmp()
+
+    def _fresh_tmp(self) -> None:
+        tmp = self.area / "tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        os.chmod(tmp, 0o1777)
+
+    def start(self) -> None:
+        """Start the server (and wait until it has imported what every run needs)."""
+        self._make_area()
+        shutil.copy2(SERVER, self.area / "bin" / SERVER.name)
+        os.chmod(self.area / "bin" / SERVER.name, 0o644)
+        ours, theirs = socket.socketpair()
+        memory = sandbox.Limits(**{**self.limits.__dict__, "memory_bytes": self.limits.memory_bytes + SERVER_MEMORY})
+        self.cgroup = sandbox.Cgroup(memory, sandbox.status()["cgroup"])
+        argv = sandbox.bwrap_argv(self.area, [sandbox.python(), str(self.area / "bin" / SERVER.name), str(theirs.fileno()),
+                                              str(self.uid)],
+                                  uid=sandbox.server_uid(self.limits), tmp_dir=self.area / "tmp",
+                                  env={"HOME": str(self.area / "home")}, keep_caps=KEEP_CAPS)
+        cgroup = self.cgroup
+
+        def pre():
+            os.setsid()
+            if cgroup.active:
+                cgroup.enter()
+            sandbox.apply_rlimits(self.limits, cgroup.active)
+
+        self.proc = subprocess.Popen(argv, cwd=self.area, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, preexec_fn=pre, pass_fds=[theirs.fileno()],
+                                     close_fds=True)
+        theirs.close()
+        self.sock = ours
+        self._ready.clear()
+        self.starts += 1
+        threading.Thread(target=self._read_events, args=(ours, self.proc), daemon=True).start()
+        self._waking = cgroup.start_waking() if cgroup.active else None
+        if not self._ready.wait(START_SECONDS) or not self.alive:
+            self.stop()
+            raise ZygoteError("the pre-started sandbox did not start")
+
+    def stop(self) -> None:
+        """End the server and everything in it; keep the area (a running submission's files)."""
+        sock, proc, self.sock, self.proc = self.sock, self.proc, None, None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.close()
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
+        if self._waking is not None:
+            self._waking.set()
+            self._waking = None
+        if self.cgroup is not None:
+            self.cgroup.cleanup()
+            self.cgroup = None
+        for child in list(self._children.values()):
+            child._ended(-signal.SIGKILL)
+        self._children.clear()
+        if not self.in_submission and self._space is not None:
+            self._space.__exit__(None, None, None)
+            self._space, self.area = None, None
+
+    def _read_events(self, sock: socket.socket, proc: subprocess.Popen) -> None:
+        buf = b""
+        while True:
+            try:
+                data = sock.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                kind = ev.get("ev")
+                child = self._children.get(ev.get("id"))
+                if kind == "ready":
+                    self.info = ev
+                    self._ready.set()
+                elif kind == "started" and child is not None:
+                    child.pid = ev.get("pid")
+                    child.started.set()
+                elif kind == "exited" and child is not None:
+                    child._ended(int(ev.get("status", -9)))
+                    self._children.pop(child.id, None)
+                elif kind == "clean":
+                    self._cleaned.set()
+        # the server ended (a run killed it, or it was stopped): every run of it ended with it
+        if self.proc is proc:
+            with contextlib.suppress(OSError):
+                sock.close()
+            self.sock = None
+        for child in list(self._children.values()):
+            child._ended(-signal.SIGKILL)
+
+    def _request(self, req: dict) -> None:
+        sock = self.sock
+        if sock is None:
+            raise ZygoteError("the pre-started sandbox is not running")
+        with self._lock:
+            sock.sendall((json.dumps(req) + "\n").encode())
+
+    # ------------------------------------------------------------------ submissions
+    @contextlib.contextmanager
+    def submission(self):
+        """The folder of one submission in the area; everything of it goes when it ends."""
+        self._make_area()
+        folder = self.area / f"sub-{next(self._ids)}"
+        folder.mkdir(mode=0o755)
+        self.in_submission = True
+        _local.active = self
+        sandbox.use_kernel_launcher(self.kernel)
+        try:
+            yield folder
+        finally:
+            sandbox.use_kernel_launcher(None)
+            _local.active = None
+            self.in_submission = False
+            self.clean()
+            shutil.rmtree(folder, ignore_errors=True)
+            self._fresh_tmp()
+
+    def clean(self) -> None:
+        """Kill every process a run left in the sandbox; drop its shared memory."""
+        if not self.alive:
+            return
+        self._cleaned.clear()
+        try:
+            self._request({"op": "clean"})
+        except (OSError, ZygoteError):
+            self.stop()
+            return
+        if not self._cleaned.wait(20):
+            self.stop()  # it did not answer: a new one next time
+
+    # ------------------------------------------------------------------ runs
+    def spawn(self, target: str, argv: list[str], cwd: Path, *, env: dict | None = None, module: bool = False,
+              stdout: Path | None = None, stderr: Path | None = None) -> Child:
+        """Fork a run: ``target`` (a script path, or a module with ``module=True``) as ``python argv``
+        in ``cwd`` with the sandbox's environment plus ``env``."""
+        if not self.alive:
+            self.start()
+        full_env = sandbox.sandbox_env(Path(cwd), env)
+        child = Child(self, next(self._ids))
+        self._children[child.id] = child
+        self._request({"op": "spawn", "id": child.id, "target": target, "module": module, "argv": argv,
+                       "cwd": str(cwd), "env": full_env, "stdout": str(stdout) if stdout else None,
+                       "stderr": str(stderr) if stderr else None})
+        if not child.started.wait(30):
+            child._ended(-signal.SIGKILL)
+            raise ZygoteError("the pre-started sandbox did not fork")
+        return child
+
+    def oom_kills(self) -> int:
+        n = 0
+        for d in (self.cgroup.dirs if self.cgroup else []):
+            for f in ("memory.events", "memory.oom_control"):
+                with contextlib.suppress(OSError, ValueError):
+                    for line in (d / f).read_text().splitlines():
+                        k, _, v = line.partition(" ")
+                        if k == "oom_kill":
+                            n += int(v or 0)
+        return n
+
+    def run(self, script: str, args: list[str], scratch: Path, *, wall_seconds: float) -> "sandbox.RunResult":
+        """Like :func:`.sandbox.run` for ``python script args`` in ``scratch``, as a fork of the server."""
+        t0 = time.monotonic()
+        scratch = Path(scratch)
+        os.chmod(scratch, 0o777)
+        sandbox.give_to(scratch, self.uid)
+        ooms = self.oom_kills()
+        timed_out = False
+        try:
+            child = self.spawn(str(scratch / script), [script, *args], scratch, stderr=scratch / ".sandbox-stderr")
+        except ZygoteError as err:
+            return sandbox.RunResult(None, False, True, time.monotonic() - t0, str(err))
+        try:
+            code = child.wait(timeout=wall_seconds)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            child.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=10)
+            code = None
+        self.clean()
+        reason = ""
+        if code != 0 or timed_out:
+            if not timed_out and code == -signal.SIGKILL and self.oom_kills() > ooms:
+                reason = "it ran out of its memory limit"
+            else:
+                reason = sandbox.describe_exit(code, None, timed_out, wall_seconds)
+        return sandbox.RunResult(code, timed_out, True, time.monotonic() - t0, reason)
+
+    def kernel(self, connection_file: str) -> Child:
+        """The notebook's kernel (``python -m ipykernel_launcher -f CONNECTION``), as a fork of the server,
+        with the settings :func:`.sandbox.kernel_main` reads from the grader's environment."""
+        scratch = Path(os.environ["COURSE_SANDBOX_SCRATCH"])
+        rundir = Path(os.environ["COURSE_SANDBOX_RUN"])
+        for path in (scratch, rundir):
+            sandbox.give_to(path, self.uid)
+        env = {}
+        if os.environ.get("COURSE_VERDICTS"):
+            env["COURSE_VERDICTS"] = os.environ["COURSE_VERDICTS"]
+        self.clean()
+        argv = ["ipykernel_launcher", "-f", connection_file, "--IPKernelApp.log_level=ERROR",
+                "--HistoryManager.hist_file=:memory:"]
+        log = rundir / "kernel.log"
+        return self.spawn("ipykernel_launcher", argv, scratch, env=env, module=True, stdout=log, stderr=log)

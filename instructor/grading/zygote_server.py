@@ -1,0 +1,294 @@
+"""The pre-started interpreter of a sandbox: runs *inside* bubblewrap, forks one child per run.
+
+A grading worker starts it once (``zygote.py`` on the host side, :class:`.zygote.Zygote`): a
+sandboxed Python that has already imported torch, IPython and ipykernel. Every run of a submission —
+the confirmation's probe driver, the notebook's kernel — is a fresh ``fork()`` of it, so no run pays
+for an interpreter start and ``import torch`` again (about 2 s each on a 2-core machine).
+
+It imports nothing from ``instructor`` (that folder is not visible in the sandbox): the grader copies
+this one file into the sandbox's area and runs it as a script::
+
+    python zygote_server.py FD UID
+
+``FD`` is one end of a socket pair the grader kept the other end of; nothing else can reach this
+process (no socket file a submission could replace). ``UID`` is the host uid every run drops to
+before anything else: not this server's own, so a run cannot signal it. Requests and events are JSON lines:
+
+* ``{"op": "spawn", "id": N, "target": path or module, "module": bool, "argv": [...], "cwd": ...,
+  "env": {...}, "stdout": path|null, "stderr": path|null}`` -> ``{"ev": "started", "id": N, "pid": P}``,
+  later ``{"ev": "exited", "id": N, "status": S}`` (a return code; ``-signal`` when killed);
+* ``{"op": "signal", "id": N, "sig": S}`` -> the child's process group gets the signal;
+* ``{"op": "clean"}`` -> every other process of the sandbox is killed (whatever a run left behind:
+  daemons, double forks), POSIX shared memory and System V IPC objects removed -> ``{"ev": "clean"}``.
+
+Between two runs nothing of the earlier run is left but its files (the grader wipes those): a
+child is never a parent of the next one. The server runs as a uid of its own with CAP_SETUID,
+CAP_SETGID, CAP_SETPCAP and CAP_KILL only; a run drops to ``UID`` with no capability left (checked),
+so it can neither signal nor trace the server. The server is not dumpable and reaps orphans
+(``PR_SET_CHILD_SUBREAPER``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+MAX_REQUEST = 1 << 20
+
+
+def _prctl(option: int, value: int) -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    except Exception:  # noqa: BLE001 - best effort
+        pass
+
+
+def preload() -> list[str]:
+    """What every run would import first: imported once, here (no thread may start: fork-safety)."""
+    loaded = []
+    for name in ("torch", "numpy", "IPython", "IPython.core.interactiveshell", "ipykernel.kernelapp",
+                 "ipykernel.ipkernel", "ipykernel_launcher", "jupyter_client.session", "zmq", "tornado.ioloop",
+                 "tqdm", "tqdm.auto"):
+        try:
+            __import__(name)
+            loaded.append(name)
+        except Exception:  # noqa: BLE001 - a module that does not import here is imported by the run
+            pass
+    return loaded
+
+
+def drop_to(uid: int) -> None:
+    """This process as host ``uid``/``gid``, no groups, no capabilities at all (this server keeps
+    CAP_SETUID, CAP_SETGID, CAP_SETPCAP and CAP_KILL to make its runs and end them; a run keeps none)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in range(64):
+        libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP (past the last capability it fails: harmless)
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    if libc.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+    status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines() if ":" in l)
+    if int(status["CapEff"], 16) or int(status["CapPrm"], 16) or os.getuid() != uid or os.geteuid() != uid:
+        raise OSError("the run kept a capability or the server's uid")
+
+
+def _send(sock, event: dict) -> None:
+    sock.sendall((json.dumps(event) + "\n").encode())
+
+
+def _child(req: dict, keep: set[int], uid: int) -> None:
+    """In the forked child: become the run the grader asked for; never returns."""
+    code = 1
+    try:
+        drop_to(uid)  # before anything else: a run never has this server's uid (it could signal it)
+        os.setsid()
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL if sig != signal.SIGINT else signal.default_int_handler)
+        for fd in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        os.chdir(req["cwd"])
+        os.environ.clear()
+        os.environ.update({str(k): str(v) for k, v in req.get("env", {}).items()})
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        for fd, path in ((1, req.get("stdout")), (2, req.get("stderr"))):
+            target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644) if path else null
+            os.dup2(target, fd)
+        try:  # a run may be killed first when memory runs out, never this server
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("1000")
+        except OSError:
+            pass
+        import runpy
+
+        sys.argv = list(req["argv"])
+        if req.get("module"):
+            sys.path[0] = req["cwd"]
+            runpy.run_module(req["target"], run_name="__main__", alter_sys=True)
+        else:
+            sys.path[0] = os.path.dirname(os.path.abspath(req["target"]))
+            runpy.run_path(req["target"], run_name="__main__")
+        code = 0
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    except BaseException:  # noqa: BLE001
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        os._exit(code)
+
+
+def _kill_everything_else() -> None:
+    """SIGKILL to every process of the sandbox this server may signal (all but itself and pid 1),
+    then reap them."""
+    me = os.getpid()
+    for _ in range(3):
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                time.sleep(0.005)
+        others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me)]
+        if not others:
+            return
+
+
+def _clean_ipc() -> None:
+    """Remove what a run may leave for the next one outside its files: /dev/shm and System V IPC."""
+    import shutil
+
+    for name in ("/dev/shm", "/dev/mqueue"):
+        try:
+            entries = os.listdir(name)
+        except OSError:
+            continue
+        for entry in entries:
+            path = os.path.join(name, entry)
+            try:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
+            except OSError:
+                pass
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        for kind, fn in (("shm", "shmctl"), ("msg", "msgctl"), ("sem", "semctl")):
+            try:
+                lines = open(f"/proc/sysvipc/{kind}").read().splitlines()[1:]
+            except OSError:
+                continue
+            for line in lines:
+                parts = line.split()
+                if len(parts) > 1:
+                    getattr(libc, fn)(int(parts[1]), 0, 0)  # IPC_RMID
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _clean(uid: int) -> None:
+    """After a run: every process it left killed; its shared memory and IPC objects removed (by a
+    helper with the runs' uid: they own them)."""
+    _kill_everything_else()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            drop_to(uid)
+            _clean_ipc()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def serve(fd: int, uid: int) -> int:
+    _prctl(PR_SET_DUMPABLE, 0)
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    sys.dont_write_bytecode = True
+    sock = socket.socket(fileno=fd)
+    loaded = preload()
+    import threading
+
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    os.set_blocking(wake_r, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _send(sock, {"ev": "ready", "loaded": loaded, "threads": threading.active_count(), "pid": os.getpid()})
+    children: dict[int, int] = {}  # pid -> request id
+    buf = b""
+    keep = {sock.fileno(), wake_r, wake_w}
+    while True:
+        ready, _, _ = select.select([sock, wake_r], [], [], 1.0)
+        if wake_r in ready:
+            try:
+                while os.read(wake_r, 512):
+                    pass
+            except BlockingIOError:
+                pass
+        while True:  # reap: runs that ended, and orphans they left (this process is their reaper)
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if pid in children:
+                _send(sock, {"ev": "exited", "id": children.pop(pid), "status": os.waitstatus_to_exitcode(status)})
+        if sock not in ready:
+            continue
+        data = sock.recv(65536)
+        if not data:
+            _kill_everything_else()
+            return 0
+        buf += data
+        if len(buf) > MAX_REQUEST:
+            return 2
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            req = json.loads(line)
+            op = req.get("op")
+            if op == "spawn":
+                pid = os.fork()
+                if pid == 0:
+                    _child(req, keep, uid)
+                children[pid] = req["id"]
+                _send(sock, {"ev": "started", "id": req["id"], "pid": pid})
+            elif op == "signal":
+                for pid, rid in children.items():
+                    if rid == req["id"]:
+                        try:
+                            os.killpg(pid, int(req["sig"]))
+                        except OSError:
+                            try:
+                                os.kill(pid, int(req["sig"]))
+                            except OSError:
+                                pass
+            elif op == "clean":
+                _clean(uid)
+                for pid in list(children):
+                    _send(sock, {"ev": "exited", "id": children.pop(pid), "status": -signal.SIGKILL})
+                _send(sock, {"ev": "clean"})
+
+
+if __name__ == "__main__":
+    sys.exit(serve(int(sys.argv[1]), int(sys.argv[2])))
