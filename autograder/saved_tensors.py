@@ -2,7 +2,7 @@
 
 The box decode's constants (:func:`decode_constants`) and the version program the students predict
 (:data:`VERSION_PROGRAM`). Reference answers and hidden checks are not here: they live on the
-instructor side (``instructor/hidden/a01_version_counter.py``), never installed for students.
+instructor side (``instructor/hidden/a01_version_counter/``), never installed for students.
 """
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ what the student's notebook uses:
 * the model question's inputs, :func:`model_inputs`.
 
 The reference classifier and the hidden checks live on the instructor side
-(``instructor/hidden/a02_names_and_storage.py``), never in this package.
+(``instructor/hidden/a02_names_and_storage/``), never in this package.
 
 The categories the student's ``classify_update`` returns (applied in this order; ``x0`` is the
 tensor ``x`` named before the statement, ``x1`` what ``x`` names after it):

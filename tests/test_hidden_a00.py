@@ -1,4 +1,4 @@
-"""Assignment 0's hidden checks (instructor/hidden/a00_orientation.py), in-process, no nbgrader: the
+"""Assignment 0's hidden checks (instructor/hidden/a00_orientation/), in-process, no nbgrader: the
 source notebook's solutions pass, every declared mutant applies and compiles, and the cases are plain,
 labelled and span what each docstring promises."""
 from __future__ import annotations

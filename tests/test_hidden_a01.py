@@ -1,4 +1,4 @@
-"""Assignment 1's hidden checks (instructor/hidden/a01_version_counter.py), in-process, no nbgrader.
+"""Assignment 1's hidden checks (instructor/hidden/a01_version_counter/), in-process, no nbgrader.
 
 Every check passes the source notebook's reference solutions and the other correct styles of the
 sample submissions, and fails wrong answers, silent-wrong fixes included. The namespace is the

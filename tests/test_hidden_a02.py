@@ -1,4 +1,4 @@
-"""instructor/hidden/a02_names_and_storage.py, in-process (no nbgrader, no sandbox): every check passes
+"""instructor/hidden/a02_names_and_storage/, in-process (no nbgrader, no sandbox): every check passes
 the reference solutions and other correct styles, and fails wrong answers (misconceptions, silent fixes)
 with the course's messages. The sample submissions' per-question expectations are replayed too."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Assignment 4's hidden checks (instructor/hidden/a04_in_the_wild.py), in-process, no nbgrader.
+"""Assignment 4's hidden checks (instructor/hidden/a04_in_the_wild/), in-process, no nbgrader.
 
 Every check passes the source notebook's reference solutions and the sample submissions' other
 correct styles, and fails wrong answers, the silent-wrong GAN fixes and a Function without

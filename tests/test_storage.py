@@ -1,7 +1,7 @@
 """autograder.storage: the measuring instrument of the lessons (raw facts, no category), the visible
 tests' example check, the explorer (driven headless through its callbacks) and the model's inputs.
 
-The reference classifier and the hidden checks moved to instructor/hidden/a02_names_and_storage.py
+The reference classifier and the hidden checks moved to instructor/hidden/a02_names_and_storage/
 (tested in test_hidden_a02.py): the student package must not answer classify_update."""
 from __future__ import annotations
 

@@ -29,6 +29,7 @@ import atexit
 import contextlib
 import itertools
 import json
+import multiprocessing.util
 import os
 import shutil
 import signal
@@ -72,7 +73,6 @@ def for_this_thread(limits: "sandbox.Limits") -> "Zygote | None":
         if z is not None:
             z.stop()
         z = _local.zygote = Zygote(limits)
-        _ALL.append(z)
     return z
 
 
@@ -87,6 +87,10 @@ def stop_all() -> None:
     for z in list(_ALL):
         z.stop()
     _ALL.clear()
+
+
+# a --jobs worker ends through multiprocessing, which skips atexit: its finalizers still run
+multiprocessing.util.Finalize(None, stop_all, exitpriority=100)
 
 
 class ZygoteError(RuntimeError):
@@ -148,6 +152,7 @@ class Zygote:
         self.cgroup: sandbox.Cgroup | None = None
         self._waking = None
         self.starts = 0
+        self.start_seconds: list[float] = []  # how long each start took (until the server had imported torch)
         self.in_submission = False
         self.info: dict = {}
 
@@ -175,6 +180,9 @@ class Zygote:
 
     def start(self) -> None:
         """Start the server (and wait until it has imported what every run needs)."""
+        t0 = time.monotonic()
+        if self not in _ALL:  # stopped at exit (again, after a stop_all)
+            _ALL.append(self)
         self._make_area()
         shutil.copy2(SERVER, self.area / "bin" / SERVER.name)
         os.chmod(self.area / "bin" / SERVER.name, 0o644)
@@ -202,7 +210,9 @@ class Zygote:
         self.starts += 1
         threading.Thread(target=self._read_events, args=(ours, self.proc), daemon=True).start()
         self._waking = cgroup.start_waking() if cgroup.active else None
-        if not self._ready.wait(START_SECONDS) or not self.alive:
+        ok = self._ready.wait(START_SECONDS) and self.alive
+        self.start_seconds.append(time.monotonic() - t0)
+        if not ok:
             self.stop()
             raise ZygoteError("the pre-started sandbox did not start")
 
