@@ -52,6 +52,10 @@ c.Sandbox.notebook_output_bytes = 8388608
 c.Sandbox.disk_mb = 512
 c.Sandbox.result_mb = 64
 c.Sandbox.host_uid = 61000
+# One pre-started sandbox per grading worker (torch and IPython imported once), each run a fork of it
+# (instructor/grading/zygote.py): when grading as root with privileged bubblewrap. Its server runs as
+# host_uid + 1000 + (worker pid mod 1000), never as a run's uid. False: one sandbox per run.
+c.Sandbox.zygote = True
 
 # No live student HTML/JavaScript in the pages that show a submission. Formgrader renders the
 # autograded notebook with nbconvert's HTMLExporter inside the instructor's authenticated Jupyter
