@@ -71,6 +71,7 @@ def graded(tmp_path_factory) -> dict:
             for row in csv.DictReader(f):
                 results[(row["student"], row["assignment"])] = {
                     "status": row["status"], "questions": {}, "workdir": work / "course",
+                    "seconds": float(row.get("autograde_seconds") or "nan"),
                     "log": (work / "log.txt").read_text()}
         with (work / "grades_by_question.csv").open() as f:
             for row in csv.DictReader(f):

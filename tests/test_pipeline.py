@@ -70,6 +70,13 @@ def test_sample_submission_earns_its_expected_score(graded, sample):
         f"{sample.path.name} ({sample.about}): total {total}, expected {sample.expect_auto}; per question {res['questions']}"
 
 
+def test_a_function_that_never_returns_costs_at_most_two_minutes(graded):
+    """Assignment 3 with a ``decode`` that loops forever (graded next to the others, ``--jobs 2``):
+    the confirmation stops calling it after its first cell limit, the kernel skips what hung there."""
+    res = _result(graded, "endless_decode", "03_yolo_head")
+    assert res["seconds"] < 120, f"an endless decode cost {res['seconds']:.0f} s of a worker (at most 120)"
+
+
 def test_feedback_is_written_for_every_graded_submission(graded):
     missing = []
     for (student, assignment), res in graded.items():

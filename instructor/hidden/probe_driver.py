@@ -144,9 +144,52 @@ def compile_probe(source: str, name: str = "probe"):
     return g["probe"]
 
 
+class NeverReturned(ProbeTimeout):
+    """Raised in place of a notebook function that was seen never to return (see :func:`_stop_calling`)."""
+
+
+def _hung_name(frame, ns: dict) -> str | None:
+    """The notebook's own function (or class, for a method of it) innermost in ``frame``'s stack: the
+    one that was running when a time limit fired."""
+    if not ns:
+        return None
+    codes = {}
+    for name, obj in list(ns.items()):
+        if name.startswith("_") or getattr(obj, "__module__", None) != "__main__":
+            continue
+        if isinstance(obj, type):
+            for member in vars(obj).values():
+                code = getattr(getattr(member, "__func__", member), "__code__", None)
+                if code is not None:
+                    codes.setdefault(code, name)
+        elif getattr(obj, "__code__", None) is not None:
+            codes[obj.__code__] = name
+    while frame is not None:
+        if frame.f_code in codes:
+            return codes[frame.f_code]
+        frame = frame.f_back
+    return None
+
+
+def _stop_calling(frame, ns: dict) -> None:
+    """A notebook function never returned: later calls of it — by a later cell, a check, or another
+    function of the notebook — fail at once instead of waiting for their own time limit."""
+    name = _hung_name(frame, ns)
+    if name is None:
+        return
+
+    def never_returned(*args, **kwargs):
+        raise NeverReturned(f"not run: {name} never returned when it ran before (an endless loop?), so it is "
+                            "not called again")
+
+    ns[name] = never_returned
+    _HUNG_NAMES.append(name)
+
+
 def run_case(probe, ns: dict, case: dict, timeout: float):
     """One probe call, bounded in time; the result as plain data (or an error record)."""
     def on_alarm(signum, frame):
+        _stop_calling(frame, ns)
         raise ProbeTimeout(f"still running after {timeout:g} s (an endless loop?)")
 
     previous = signal.signal(signal.SIGALRM, on_alarm) if timeout else None
@@ -170,10 +213,13 @@ def run_case(probe, ns: dict, case: dict, timeout: float):
 
 _ALARMS = []  # cells whose time limit fired
 _CURRENT = [-1]  # the cell running now
+_NS: dict = {}  # the notebook's namespace, once its cells run
+_HUNG_NAMES: list[str] = []  # notebook functions replaced by :func:`_stop_calling`
 
 
 def _cell_alarm(signum, frame):
     _ALARMS.append(_CURRENT[0])
+    _stop_calling(frame, _NS)
     raise KeyboardInterrupt("the cell ran past its time limit")
 
 
@@ -198,6 +244,8 @@ def main(job_path: str, outdir: str) -> int:
 
     shell = InteractiveShell.instance(colors="NoColor")
     shell.display_formatter.active_types = ["text/plain"]
+    global _NS
+    _NS = shell.user_ns
     errors = []
     for i, src in enumerate(cells):
         _write(progress, f"cell {i}\n")
@@ -213,7 +261,8 @@ def main(job_path: str, outdir: str) -> int:
             res = None
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-        if res is None or (_ALARMS and _ALARMS[-1] == i):
+        stopped = res is not None and isinstance(res.error_in_exec, NeverReturned)  # it would have hung too
+        if res is None or (_ALARMS and _ALARMS[-1] == i) or stopped:
             errors.append({"cell": i, "error": "CellTimeout"})
             continue
         if not res.success:
