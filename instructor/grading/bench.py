@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         floor = floor_seconds()
         plain = None if args.skip_plain else plain_nbgrader(root / "class", root / "plain")
         serial, r1 = pipeline(root / "class", root / "jobs1", 1)
-        starts = [t for z in zygote._ALL for t in z.start_seconds]
+        starts = zygote.start_times()
         zygote.stop_all()
         parallel, rn = pipeline(root / "class", root / f"jobs{args.jobs}", args.jobs)
     first = {(r.student, r.assignment): r for r in r1}
