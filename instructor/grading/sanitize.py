@@ -36,6 +36,7 @@ Chromium with the hostile sample ``tests/hostile/00_orientation/html_payloads.py
 from __future__ import annotations
 
 import html as _html
+import functools
 import re
 
 import bleach
@@ -193,6 +194,17 @@ def inert_markdown(source: str, attachments: dict | None = None) -> str:
     """``source`` if it renders inert (unchanged, byte for byte); else with its raw HTML escaped;
     else the whole text as a code block; else a note."""
     source = source if isinstance(source, str) else "".join(source)
+    if not attachments:  # a class's notebooks share most of their markdown: each text is checked once
+        return _inert_markdown_text(source)
+    return _inert_markdown(source, attachments)
+
+
+@functools.lru_cache(maxsize=8192)
+def _inert_markdown_text(source: str) -> str:
+    return _inert_markdown(source, None)
+
+
+def _inert_markdown(source: str, attachments: dict | None) -> str:
     if _renders_inert(source, attachments):
         return source
     escaped = _escape_raw_html(source)
