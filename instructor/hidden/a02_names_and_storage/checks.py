@@ -300,6 +300,7 @@ class FixedModelForward(Check):
     on CUDA), and the output stays on the inputs' device."""
     assignment, grade_id, function = ASSIGNMENT, "fixed_model_forward_tests", "fixed_model"
     probe_helpers = (_run_model,)
+    draws = ("float64", "float32", "float16", "GPU", "meta")
 
     def cases(self):
         cases = [model_case(course_device(), "float64", seed=0, upstream="ones")]        # the visible test
@@ -329,6 +330,7 @@ class FixedModelGradients(Check):
     (float64) as in the forward cell."""
     assignment, grade_id, function = ASSIGNMENT, "fixed_model_gradients_tests", "fixed_model"
     probe_helpers = (_run_model,)
+    draws = ("float64", "float32", "float16", "GPU", "meta")
 
     def cases(self):
         cases = [model_case(course_device(), "float64", seed=0, saved_writes=True)]      # the visible test
