@@ -209,7 +209,7 @@ def _run_dask(scheduler, subs, staged, config_text, limits, finish, poll: float 
     """
     import uuid
 
-    from distributed import Client, KilledWorker
+    from distributed import Client, KilledWorker, wait
 
     client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
     try:
@@ -232,13 +232,9 @@ def _run_dask(scheduler, subs, staged, config_text, limits, finish, poll: float 
             else:
                 pending.insert(0, i)
 
-        while pending or running:
-            alive = workers_now()
-            for fut, (i, addr) in list(running.items()):
-                if addr not in alive and not fut.done():   # its worker died under it
-                    del running[fut]
-                    fut.cancel()
-                    charge(i)
+        def place(alive: set[str]) -> None:
+            """Give each free worker the next submission."""
+            nonlocal attempt
             busy = {addr for _, addr in running.values()}
             for addr in sorted(alive - busy):
                 if not pending:
@@ -250,15 +246,29 @@ def _run_dask(scheduler, subs, staged, config_text, limits, finish, poll: float 
                                     workers=[addr], allow_other_workers=False,
                                     key=f"grade-{batch}-{attempt}-{subs[i].student}-{subs[i].assignment}")
                 running[fut] = (i, addr)
+
+        while pending or running:
+            alive = workers_now()
+            for fut, (i, addr) in list(running.items()):
+                if addr not in alive and not fut.done():   # its worker died under it
+                    del running[fut]
+                    fut.cancel()
+                    charge(i)
+            place(alive)
             if not running:
                 if pending and not alive:
                     time.sleep(poll)               # no worker yet: wait for one to join
                 continue
             done = [fut for fut in running if fut.done()]
             if not done:
-                time.sleep(poll)
-            for fut in done:
-                i, _addr = running.pop(fut)
+                try:
+                    wait(list(running), timeout=poll, return_when="FIRST_COMPLETED")
+                except TimeoutError:
+                    pass                           # nothing finished: look at the workers again
+                continue
+            finished = [(fut, running.pop(fut)) for fut in done]
+            place(alive)  # the workers that finished get their next submission before these are recorded
+            for fut, (i, _addr) in finished:
                 try:
                     res = fut.result()
                 except KilledWorker:               # the scheduler gave up on it first (allowed-failures 0)
