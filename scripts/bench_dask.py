@@ -1,0 +1,55 @@
+"""Is the Dask path as efficient per worker as ``--jobs``? Both grade the same class, one after the other.
+
+    python scripts/bench_dask.py            # samples of assignments 0-2, --jobs 2 vs 2 Dask workers
+
+A synthetic class (the bench's, one copy of each sample) is graded with ``grade --jobs 2`` and on a
+``dask.distributed.LocalCluster`` of two single-thread worker processes; prints both wall times, their
+ratio and whether the scores agree.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ["PYTHONPATH"] = str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")
+
+from instructor.grading import bench, course  # noqa: E402
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--assignments", nargs="*", default=["00_orientation", "01_version_counter",
+                                                               "02_names_and_storage"])
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+    from distributed import Client, LocalCluster
+
+    course.prepare_environment()
+    with tempfile.TemporaryDirectory(prefix="bench-dask-") as tmp:
+        root = Path(tmp)
+        n = bench.synthetic_class(root / "class", 1, args.assignments)
+        subs, _ = course.collect_submissions(root / "class")
+        t0 = time.perf_counter()
+        by_jobs = course.grade(subs, root / "jobs", jobs=args.workers, progress=False)
+        jobs = time.perf_counter() - t0
+        with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            t0 = time.perf_counter()
+            by_dask = course.grade(subs, root / "dask", progress=False, scheduler=client)
+            dask = time.perf_counter() - t0
+    same = ({(r.student, r.assignment): r.auto_score for r in by_jobs}
+            == {(r.student, r.assignment): r.auto_score for r in by_dask})
+    print(f"{n} notebooks: --jobs {args.workers} {jobs:.0f} s ({60 * n / jobs:.1f}/min), "
+          f"Dask {args.workers} workers {dask:.0f} s ({60 * n / dask:.1f}/min); Dask/--jobs wall {dask / jobs:.2f}; "
+          f"same scores: {same}")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
