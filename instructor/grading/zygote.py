@@ -124,7 +124,10 @@ class Child:
 
     def send_signal(self, sig: int) -> None:
         if not self.exited.is_set():
-            self.zygote._request({"op": "signal", "id": self.id, "sig": int(sig)})
+            try:
+                self.zygote._request({"op": "signal", "id": self.id, "sig": int(sig)})
+            except (OSError, ZygoteError):  # the server is gone, and every run of it with it
+                self._ended(-signal.SIGKILL)
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
