@@ -17,6 +17,7 @@ For one submitted notebook:
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import sys
@@ -60,14 +61,21 @@ def confirmation_cells(nb) -> list[str]:
 COURSE_CELL_SECONDS = 60.0
 
 
-def course_cell_sources(assignment: str) -> set[str]:
+def course_cell_sources(assignment: str) -> frozenset[str]:
     """Sources of the released notebook's own code cells (not answers, not tests)."""
+    paths = sorted((REPO / "release" / assignment).glob("*.ipynb"))
+    return _course_cell_sources(tuple((p, p.stat().st_mtime_ns) for p in paths))
+
+
+@functools.lru_cache(maxsize=32)
+def _course_cell_sources(release: tuple) -> frozenset[str]:
+    """(read once per version of the release files: every submission of a class asks)"""
     out = set()
-    for path in sorted((REPO / "release" / assignment).glob("*.ipynb")):
+    for path, _ in release:
         for c in nbformat.read(path, as_version=4).cells:
             if c.cell_type == "code" and not is_test_cell(c) and not nbgrader_meta(c).get("solution"):
                 out.add(c.source)
-    return out
+    return frozenset(out)
 
 
 def confirmation_cell_limits(nb, cell_timeout: float, course_sources: set[str] = frozenset()) -> list[float]:

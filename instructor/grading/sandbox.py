@@ -213,7 +213,9 @@ class Cgroup:
                 pass
         return out
 
-    def oom_killed(self) -> bool:
+    def oom_kills(self) -> int:
+        """How many processes the memory limit has killed in this cgroup so far."""
+        n = 0
         for d in self.dirs:
             for f in ("memory.oom_control", "memory.events"):
                 try:
@@ -222,8 +224,14 @@ class Cgroup:
                     continue
                 for line in text.splitlines():
                     k, _, v = line.partition(" ")
-                    if k == "oom_kill" and int(v or 0) > 0:
-                        return True
+                    if k == "oom_kill":
+                        n += int(v or 0)
+        return n
+
+    def oom_killed(self) -> bool:
+        if self.oom_kills() > 0:
+            return True
+        for d in self.dirs:
             try:
                 if int((d / "memory.failcnt").read_text()) > 0 and not self.pids():
                     return True
@@ -389,10 +397,9 @@ def bwrap_argv(scratch: Path, command: list[str], *, extra_ro: list[Path] = (), 
     if drops_privileges():
         uid = sandbox_uid() if uid is None else uid
         argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-                "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL", "--cap-add", "CAP_SETUID",
-                "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
-        for cap in keep_caps:
-            argv += ["--cap-add", "CAP_" + cap.upper()] if cap.lower() not in ("setuid", "setgid", "setpcap") else []
+                "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]
+        for cap in dict.fromkeys(("setuid", "setgid", "setpcap", *keep_caps)):  # what the drop to `uid` needs
+            argv += ["--cap-add", "CAP_" + cap.upper()]
         command = _drop_to(uid, command, tuple(keep_caps))
     else:
         argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--unshare-user",
@@ -676,6 +683,12 @@ def write_kernelspec(dest: Path) -> Path:
     return spec
 
 
+def kernel_argv(connection_file: str) -> list[str]:
+    """The sandboxed kernel's module and arguments (``python -m`` these)."""
+    return ["ipykernel_launcher", "-f", connection_file, "--IPKernelApp.log_level=ERROR",
+            "--HistoryManager.hist_file=:memory:"]
+
+
 def kernel_main(connection_file: str) -> None:
     """The kernelspec's command: set limits and cgroup, then exec the kernel inside bubblewrap.
 
@@ -699,8 +712,7 @@ def kernel_main(connection_file: str) -> None:
         except OSError:
             pass
     apply_rlimits(limits, bool(cg))
-    kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file,
-              "--IPKernelApp.log_level=ERROR", "--HistoryManager.hist_file=:memory:"]
+    kernel = [sys.executable, "-m", *kernel_argv(connection_file)]
     env = {}
     verdicts = os.environ.get("COURSE_VERDICTS")
     extra_ro = []

@@ -35,8 +35,8 @@ Chromium with the hostile sample ``tests/hostile/00_orientation/html_payloads.py
 """
 from __future__ import annotations
 
-import html as _html
 import functools
+import html as _html
 import re
 
 import bleach

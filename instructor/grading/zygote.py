@@ -344,15 +344,7 @@ class Zygote:
         return child
 
     def oom_kills(self) -> int:
-        n = 0
-        for d in (self.cgroup.dirs if self.cgroup else []):
-            for f in ("memory.events", "memory.oom_control"):
-                with contextlib.suppress(OSError, ValueError):
-                    for line in (d / f).read_text().splitlines():
-                        k, _, v = line.partition(" ")
-                        if k == "oom_kill":
-                            n += int(v or 0)
-        return n
+        return self.cgroup.oom_kills() if self.cgroup is not None else 0
 
     def run(self, script: str, args: list[str], scratch: Path, *, wall_seconds: float) -> "sandbox.RunResult":
         """Like :func:`.sandbox.run` for ``python script args`` in ``scratch``, as a fork of the server."""
@@ -394,7 +386,6 @@ class Zygote:
         if os.environ.get("COURSE_VERDICTS"):
             env["COURSE_VERDICTS"] = os.environ["COURSE_VERDICTS"]
         self.clean()
-        argv = ["ipykernel_launcher", "-f", connection_file, "--IPKernelApp.log_level=ERROR",
-                "--HistoryManager.hist_file=:memory:"]
+        argv = sandbox.kernel_argv(connection_file)
         log = rundir / "kernel.log"
-        return self.spawn("ipykernel_launcher", argv, scratch, env=env, module=True, stdout=log, stderr=log)
+        return self.spawn(argv[0], argv, scratch, env=env, module=True, stdout=log, stderr=log)

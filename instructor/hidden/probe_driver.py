@@ -183,7 +183,6 @@ def _stop_calling(frame, ns: dict) -> None:
                             "not called again")
 
     ns[name] = never_returned
-    _HUNG_NAMES.append(name)
 
 
 def run_case(probe, ns: dict, case: dict, timeout: float):
@@ -214,7 +213,6 @@ def run_case(probe, ns: dict, case: dict, timeout: float):
 _ALARMS = []  # cells whose time limit fired
 _CURRENT = [-1]  # the cell running now
 _NS: dict = {}  # the notebook's namespace, once its cells run
-_HUNG_NAMES: list[str] = []  # notebook functions replaced by :func:`_stop_calling`
 
 
 def _cell_alarm(signum, frame):
