@@ -182,15 +182,33 @@ def _hide_file_browser(page):
         page.locator("#jp-left-stack").wait_for(state="hidden")
 
 
+def _page_state(page) -> str:
+    """What the page shows when a wait runs out: kernel status, prompts, any dialog (for the failure)."""
+    try:
+        return page.evaluate(
+            "() => { const t = s => [...document.querySelectorAll(s)].map(e => e.textContent.trim());"
+            " return JSON.stringify({status: t('.jp-StatusBar-Widget'), prompts: t('.jp-NotebookPanel"
+            " .jp-CodeCell .jp-InputPrompt'), dialogs: t('.jp-Dialog')}); }")
+    except Exception as e:  # noqa: BLE001 - diagnostics only
+        return f"(page state unavailable: {e})"
+
+
 def _run_all(page):
+    # The kernel must be up first: a Run All issued while the session is still starting can be
+    # dropped (seen once in CI, on a loaded machine: no cell ever ran).
+    _wait_idle(page)
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
     # done when no cell is queued or running ("[*]"); JupyterLab stops a Run All at the first error
-    page.wait_for_function(
-        "() => { const p = [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')];"
-        " return p.length > 0 && p.some(e => /\\[\\d+\\]/.test(e.textContent))"
-        " && !p.some(e => e.textContent.includes('*')); }",
-        timeout=CELL_TIMEOUT_MS)
+    try:
+        page.wait_for_function(
+            "() => { const p = [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')];"
+            " return p.length > 0 && p.some(e => /\\[\\d+\\]/.test(e.textContent))"
+            " && !p.some(e => e.textContent.includes('*')); }",
+            timeout=CELL_TIMEOUT_MS)
+    except Exception as e:
+        raise AssertionError(f"Run All did not finish in {CELL_TIMEOUT_MS // 1000} s; the page shows "
+                             f"{_page_state(page)}") from e
     _wait_idle(page)
 
 
