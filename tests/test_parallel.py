@@ -63,6 +63,40 @@ def test_jobs_1_gives_the_same_scores_as_jobs_2(graded, tmp_path):
         assert serial[key]["_status"] == parallel["status"] == "graded", (key, serial[key], parallel["status"])
         scores = {q: (None if v == "" else float(v)) for q, v in serial[key].items() if not q.startswith("_")}
         assert scores == parallel["questions"], f"{key}: --jobs 1 {scores} != --jobs 2 {parallel['questions']}"
+        # the recorder keeps the worker's autograded notebook: what formgrader and the feedback show is
+        # what a one-at-a-time run writes (same cells, same kinds of output, same questions named)
+        one = _autograded(tmp_path / "serial" / "course", *key)
+        two = _autograded(parallel["workdir"], *key)
+        assert one and one == two, f"{key}: the autograded notebooks differ between --jobs 1 and --jobs 2"
+        assert _questions_in_feedback(tmp_path / "serial" / "course", *key) == \
+            _questions_in_feedback(parallel["workdir"], *key) != []
+
+
+def _autograded(course: Path, student: str, assignment: str) -> dict:
+    """Per autograded notebook: each cell's type, source, nbgrader metadata and output kinds."""
+    out = {}
+    for path in sorted((course / "autograded" / student / assignment).glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        out[path.name] = [(c.cell_type, c.source, c.metadata.get("nbgrader"), _output_kinds(c)) for c in nb.cells]
+    return out
+
+
+def _output_kinds(cell) -> list:
+    """(type, stream name, error name) of each output; consecutive chunks of one stream count once
+    (how a kernel's prints are split into messages depends on timing)."""
+    kinds = []
+    for o in cell.get("outputs", []):
+        kind = (o.output_type, o.get("name"), o.get("ename"))
+        if not (kinds and kind[0] == "stream" and kinds[-1] == kind):
+            kinds.append(kind)
+    return kinds
+
+
+def _questions_in_feedback(course: Path, student: str, assignment: str) -> list[str]:
+    import re
+
+    return [re.findall(r'class="course-question">([^<]+)<', p.read_text())
+            for p in sorted((course / "feedback" / student / assignment).glob("*.html"))]
 
 
 def test_a_dying_worker_is_retried_and_a_killer_is_flagged(tmp_path):

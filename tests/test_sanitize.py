@@ -213,8 +213,16 @@ def test_wired_into_grading_feedback_and_formgrader(tmp_path):
     assert steps[0].__name__ != "InertNotebook" and steps.index(InertNotebook) < steps.index(SaveAutoGrades)
     assert InertNotebook in cfg.GenerateFeedback.preprocessors
     assert cfg.HTMLExporter.sanitize_html is True and cfg.HTMLExporter.filters["clean_html"] is clean_html
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.preprocessors import AssignLatePenalties
+
+    # the feedback exporter is nbconvert's HTMLExporter (so the HTMLExporter settings above apply to it)
+    assert issubclass(cfg.GenerateFeedback.exporter_class, HTMLExporter)
+    # the recorder writes the worker's autograded notebook (made inert by the chain above) and only
+    # writes the gradebook: no step of its own that could change a cell
     replay = pipeline.replay_config(tmp_path)
-    assert InertNotebook in replay.Autograde.sanitize_preprocessors  # workers and the recorder agree
+    assert [p.__name__ for p in replay.Autograde.sanitize_preprocessors] == ["ReplayExecution"]
+    assert list(replay.Autograde.autograde_preprocessors) == [SaveAutoGrades, AssignLatePenalties]
     # nbgrader_config.py: every HTMLExporter nbgrader makes from it (formgrader's) is configured too
     plain = course.load_config(tmp_path)
     assert plain.HTMLExporter.preprocessors == ["instructor.grading.sanitize.InertNotebook"]

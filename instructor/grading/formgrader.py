@@ -82,7 +82,8 @@ def _reusable(course_root: Path, sub):
 
 def _feedback_from_gradebook(course_root: Path, res) -> None:
     """nbgrader generate_feedback (the pipeline's configuration: hidden tests cleared), then the notes."""
-    from .pipeline import annotate_feedback, nbgrader_api, prepare_environment, short_error
+    from .feedback import annotate_feedback
+    from .pipeline import nbgrader_api, prepare_environment, short_error
 
     prepare_environment()
     out = nbgrader_api(course_root, sandboxed=True).generate_feedback(res.assignment, res.student, force=True)

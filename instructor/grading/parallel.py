@@ -4,9 +4,10 @@ The costly part of grading a submission — the confirmation run and the nbgrade
 the sandbox — needs no gradebook. Each worker process does it in a private course folder of its
 own (a copy of the assignment, its own scratch gradebook) and sends back plain data: the judge's
 verdicts, the flags and the executed notebooks. The grading process is the only one that writes
-the real gradebook: it runs nbgrader's autograde on each result with the kernel replaced by the
-worker's outputs (:func:`.pipeline.record`), so formgrader, ``generate_feedback`` and ``nbgrader
-export`` see exactly what a one-at-a-time run writes, and SQLite has one writer.
+the real gradebook: it runs nbgrader's autograde on each result with the worker's autograded notebook
+in place of the submitted one and only the gradebook-writing steps left (:func:`.pipeline.record`,
+:func:`.pipeline.replay_config`), so formgrader, ``generate_feedback`` and ``nbgrader export`` see
+exactly what a one-at-a-time run writes (tests/test_parallel.py compares them), and SQLite has one writer.
 
 A worker that dies (the machine's OOM killer, a crash) takes only its submission with it: that
 submission is tried again in a fresh worker, and a submission that kills workers twice is flagged

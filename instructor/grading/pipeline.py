@@ -10,7 +10,7 @@ The stages, in the order a submission meets them (each a public function the bat
    inert (:mod:`.sanitize`);
 3. :func:`keep_lower` — *judge*: per test cell, the gradebook keeps the lower of the two verdicts;
 4. :func:`record` — the same bookkeeping for a notebook a worker executed (one process writes the gradebook);
-5. *report*: :func:`scores`, nbgrader's ``generate_feedback`` and :func:`annotate_feedback`.
+5. *report*: :func:`scores`, nbgrader's ``generate_feedback`` and :func:`.feedback.annotate_feedback`.
 
 nbgrader itself is configured here (:func:`sandboxed_config`, :func:`replay_config`) as a chain of its
 own preprocessors, each with one job.
@@ -31,6 +31,7 @@ import nbformat
 
 from ..layout import NB_EXT, REPO, gradebook_layout, load_config, test_cell_ids
 from . import sandbox, zygote
+from .feedback import annotate_feedback, exporter_class
 from .canonical import canonical_notebook
 
 __all__ = ["Submission", "QuestionScore", "Result", "sandboxed_config", "replay_config", "nbgrader_api", "check_ok",
@@ -63,6 +64,7 @@ def sandboxed_config(root: Path):
     from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 
     config.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, ClearHiddenTests, InertNotebook]
+    config.GenerateFeedback.exporter_class = exporter_class()   # nbconvert's HTML, minus two costs (:mod:`.feedback`)
     config.HTMLExporter.sanitize_html = True
     config.HTMLExporter.filters = {**dict(config.HTMLExporter.get("filters", {})), "clean_html": clean_html}
     return config
@@ -70,12 +72,18 @@ def sandboxed_config(root: Path):
 
 @functools.lru_cache(maxsize=None)
 def replay_config(root: Path):
-    """The configuration of the one process that records grades from notebooks workers executed:
-    the same as :func:`sandboxed_config`, with the kernel replaced by the workers' outputs."""
+    """The configuration of the one process that records grades from notebooks workers executed.
+
+    A worker ran the whole of :func:`sandboxed_config`'s chain (sanitize, execute, outputs made inert)
+    on the same released assignment; its autograded notebook is the final one. So the recorder takes it
+    as is (``ReplayExecution``, in place of the sanitize steps) and runs only the steps that write the
+    gradebook: nbgrader's ``SaveAutoGrades`` and ``AssignLatePenalties``. nbgrader's converter still does
+    the rest of its bookkeeping (the submission's rows, missing notebooks, timestamps, files)."""
+    from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
+
     config = sandboxed_config(root)
-    steps = list(config.Autograde.autograde_preprocessors)
-    steps[0] = _replay_preprocessor()
-    config.Autograde.autograde_preprocessors = steps
+    config.Autograde.sanitize_preprocessors = [_replay_preprocessor()]
+    config.Autograde.autograde_preprocessors = [SaveAutoGrades, AssignLatePenalties]
     return config
 
 
@@ -84,18 +92,14 @@ def _replay_preprocessor():
     from nbgrader.preprocessors import NbGraderPreprocessor
 
     class ReplayExecution(NbGraderPreprocessor):
-        """Put a worker's outputs on the cells, instead of running a kernel; refuse a mismatch."""
+        """The worker's autograded notebook in place of the submitted one (nothing is run here)."""
         executed: dict = {}
 
         def preprocess(self, nb, resources):
             name = resources.get("nbgrader", {})["notebook"] + NB_EXT
-            done = nbformat.reads(type(self).executed[name], as_version=4)
-            if [c.source for c in done.cells] != [c.source for c in nb.cells]:
-                raise ValueError(f"{name}: the worker's executed notebook does not match the submission")
-            for cell, ran in zip(nb.cells, done.cells):
-                if cell.cell_type == "code":
-                    cell.outputs, cell.execution_count = ran.outputs, ran.get("execution_count")
-            return nb, resources
+            if name not in type(self).executed:
+                raise ValueError(f"{name}: the worker sent no executed notebook of that name")
+            return nbformat.reads(type(self).executed[name], as_version=4), resources
 
     return ReplayExecution
 
@@ -439,40 +443,6 @@ def keep_lower(api, sub: Submission, verdicts: dict, res: Result) -> None:
                     res.integrity.append(f"{g.name}: the check outside the kernel passed but the notebook's own "
                                          f"tests gave {g.auto_score:g}; kept {g.auto_score:g}")
         gb.db.commit()
-
-
-#: Feedback a student reads at a glance: long lines wrap (the "try next" hint is never cut at the right edge).
-FEEDBACK_CSS = ("<style>/* added by the course's grader */ pre, .output_text pre, .output_error pre, code "
-                "{ white-space: pre-wrap !important; overflow-wrap: anywhere; word-break: break-word; } "
-                ".course-question { font-family: monospace; }</style>")
-
-
-def question_label(grade_id: str) -> str:
-    """What the feedback calls a graded test cell: the function it tests (``cube_sum_grad_tests`` ->
-    ``cube_sum_grad``), never nbgrader's generic "Test cell"."""
-    return grade_id[:-len("_tests")] if grade_id.endswith("_tests") else grade_id
-
-
-def annotate_feedback(res: Result) -> None:
-    """The feedback made readable, and a short note at the top: what grading undid or stopped, and
-    disagreements. The summary names each question instead of "Test cell"; long lines wrap."""
-    import html
-    import re
-
-    lines = res.flags + res.integrity
-    note = ("<div style='border:2px solid #c60;padding:8px;margin:8px'><b>Notes from the grader</b><ul>"
-            + "".join(f"<li>{html.escape(l)}</li>" for l in lines) + "</ul></div>") if lines else ""
-    for path in res.feedback:
-        text = path.read_text(encoding="utf-8")
-        text = re.sub(r'<a href="#([A-Za-z0-9_\-]+)">Test cell</a>',
-                      lambda m: f'<a href="#{m.group(1)}">question <span class="course-question">'
-                                f'{html.escape(question_label(m.group(1)))}</span></a>', text)
-        k = text.find("</head>")
-        if k >= 0:
-            text = text[:k] + FEEDBACK_CSS + text[k:]
-        i = text.find("<body")
-        j = text.find(">", i) + 1 if i >= 0 else 0
-        path.write_text(text[:j] + note + text[j:], encoding="utf-8")
 
 
 def stage(sub: Submission, target: Path, workdir: Path, res: Result) -> None:

@@ -1,0 +1,98 @@
+"""Report: the feedback a student reads — nbgrader's HTML, made quicker to write and easier to read.
+
+* :func:`exporter_class` — the HTML exporter ``generate_feedback`` uses (``GenerateFeedback.exporter_class``):
+  nbconvert's, with two costs removed that bought nothing here. Its Jinja templates are compiled once
+  per process, not once per notebook (a bytecode cache in memory), and the page is not parsed back
+  through BeautifulSoup after rendering (nbconvert does that to put ``tabindex`` on JupyterLab-template
+  cells, which the classic feedback template has none of, and ``alt`` text on images, done here with one
+  pattern). Measured on assignment 1: about 0.35 s of a 0.5 s feedback page.
+* :func:`annotate_feedback` — the grader's notes on top, questions named, long lines wrapped.
+"""
+from __future__ import annotations
+
+import functools
+import html
+import re
+
+__all__ = ["FEEDBACK_CSS", "IMAGE_ALT", "exporter_class", "question_label", "annotate_feedback"]
+
+#: Feedback a student reads at a glance: long lines wrap (the "try next" hint is never cut at the right edge).
+FEEDBACK_CSS = ("<style>/* added by the course's grader */ pre, .output_text pre, .output_error pre, code "
+                "{ white-space: pre-wrap !important; overflow-wrap: anywhere; word-break: break-word; } "
+                ".course-question { font-family: monospace; }</style>")
+
+#: What an image without alternative text gets (nbconvert's own wording).
+IMAGE_ALT = "No description has been provided for this image"
+_IMG_WITHOUT_ALT = re.compile(r"<img(?![^>]*\balt\s*=)(?=[\s/>])", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=None)
+def exporter_class():
+    """nbconvert's ``HTMLExporter``, rendering without the two costs above (same page, same filters)."""
+    from jinja2 import BytecodeCache
+    from nbconvert.exporters import HTMLExporter, TemplateExporter
+    from nbconvert.exporters.html import WidgetsDataTypeFilter
+    from nbconvert.filters.highlight import Highlight2HTML
+
+    class InMemory(BytecodeCache):
+        """Compiled templates kept for the life of the process, keyed by Jinja (name and source checksum)."""
+
+        def __init__(self):
+            self.code = {}
+
+        def load_bytecode(self, bucket):
+            code = self.code.get((bucket.key, bucket.checksum))
+            if code is not None:
+                bucket.code = code
+
+        def dump_bytecode(self, bucket):
+            self.code[(bucket.key, bucket.checksum)] = bucket.code
+
+    compiled = InMemory()
+
+    class FeedbackExporter(HTMLExporter):
+        """HTML feedback page: compiled templates reused, no re-parse of the rendered page."""
+
+        def _create_environment(self):
+            environment = super()._create_environment()
+            environment.bytecode_cache = compiled
+            return environment
+
+        def from_notebook_node(self, nb, resources=None, **kw):
+            language = nb.metadata.get("language_info", {})
+            lexer = language.get("pygments_lexer", language.get("name"))
+            self.register_filter("highlight_code", self.filters.get(
+                "highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)))
+            resources = self._init_resources(resources)
+            self.register_filter("filter_data_type", WidgetsDataTypeFilter(
+                notebook_metadata=self._nb_metadata, parent=self, resources=resources))
+            page, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+            return _IMG_WITHOUT_ALT.sub(f'<img alt="{IMAGE_ALT}"', page), resources
+
+    return FeedbackExporter
+
+
+def question_label(grade_id: str) -> str:
+    """What the feedback calls a graded test cell: the function it tests (``cube_sum_grad_tests`` ->
+    ``cube_sum_grad``), never nbgrader's generic "Test cell"."""
+    return grade_id[:-len("_tests")] if grade_id.endswith("_tests") else grade_id
+
+
+def annotate_feedback(res) -> None:
+    """The feedback made readable, and a short note at the top: what grading undid or stopped, and
+    disagreements (``res``: a grading result with ``flags``, ``integrity`` and the ``feedback`` files).
+    The summary names each question instead of "Test cell"; long lines wrap."""
+    lines = res.flags + res.integrity
+    note = ("<div style='border:2px solid #c60;padding:8px;margin:8px'><b>Notes from the grader</b><ul>"
+            + "".join(f"<li>{html.escape(l)}</li>" for l in lines) + "</ul></div>") if lines else ""
+    for path in res.feedback:
+        text = path.read_text(encoding="utf-8")
+        text = re.sub(r'<a href="#([A-Za-z0-9_\-]+)">Test cell</a>',
+                      lambda m: f'<a href="#{m.group(1)}">question <span class="course-question">'
+                                f'{html.escape(question_label(m.group(1)))}</span></a>', text)
+        k = text.find("</head>")
+        if k >= 0:
+            text = text[:k] + FEEDBACK_CSS + text[k:]
+        i = text.find("<body")
+        j = text.find(">", i) + 1 if i >= 0 else 0
+        path.write_text(text[:j] + note + text[j:], encoding="utf-8")
