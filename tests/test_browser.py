@@ -195,7 +195,7 @@ def _page_state(page) -> str:
 
 def _run_all(page):
     # The kernel must be up first: a Run All issued while the session is still starting can be
-    # dropped (seen once in CI, on a loaded machine: no cell ever ran).
+    # dropped (the likely cause of a CI failure where no cell ever ran on a loaded machine).
     _wait_idle(page)
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()

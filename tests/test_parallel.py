@@ -92,7 +92,8 @@ def _output_kinds(cell) -> list:
     return kinds
 
 
-def _questions_in_feedback(course: Path, student: str, assignment: str) -> list[str]:
+def _questions_in_feedback(course: Path, student: str, assignment: str) -> list[list[str]]:
+    """Per feedback page, the questions its summary names."""
     import re
 
     return [re.findall(r'class="course-question">([^<]+)<', p.read_text())

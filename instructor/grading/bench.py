@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -177,17 +176,15 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(("grade --jobs 1 (again)", r1b))
         probe("the end")
     one = statistics.mean(serials)
-    reference = {(r.student, r.assignment): r for r in r1}
-    differ = []
-    for label, results in runs[1:]:
-        other = {(r.student, r.assignment): r for r in results}
-        differ += [(label, k) for k in sorted(reference.keys() | other.keys())
-                   if getattr(reference.get(k), "auto_score", None) != getattr(other.get(k), "auto_score", None)]
+    by_run = {label: {(r.student, r.assignment): r for r in results} for label, results in runs}
+    reference = by_run["grade --jobs 1"]
+    differ = [(label, k) for label, other in by_run.items() for k in sorted(reference.keys() | other.keys())
+              if getattr(reference.get(k), "auto_score", None) != getattr(other.get(k), "auto_score", None)]
 
     def rate(seconds):
         return f"{60 * n / seconds:.1f}"
 
-    print(f"\n| run | wall | notebooks/min | against plain nbgrader | speed-up |\n|---|---|---|---|---|")
+    print("\n| run | wall | notebooks/min | against plain nbgrader | speed-up |\n|---|---|---|---|---|")
     if plain is not None:
         print(f"| nbgrader autograde, serial (no sandbox) | {plain:.0f} s | {rate(plain)} | 1.00× | |")
 
@@ -207,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"every run gave {'DIFFERENT' if differ else 'the same'} scores")
     for label, key in differ:
         print(f"  {key[0]}/{key[1]}: grade --jobs 1: {_scores_line(reference.get(key))}\n"
-              f"      {label}: {_scores_line(dict(((r.student, r.assignment), r) for r in dict(runs)[label]).get(key))}")
+              f"      {label}: {_scores_line(by_run[label].get(key))}")
     return 1 if differ else 0
 
 

@@ -109,8 +109,8 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
     import torch
 
     # The judge's tensors (here, in the grading process) are tiny: a second intra-op thread only spins
-    # and takes the core of the other grading worker (six assignment-3 confirmations: 4.1 -> 2.8 s of
-    # this process's CPU, the same wall time). The sandboxed runs have OMP_NUM_THREADS=1 already.
+    # and takes the core of the other grading worker (six assignment-3 confirmations: 4.1 -> 2.8-3.1 s
+    # of this process's CPU, the same wall time). The sandboxed runs have OMP_NUM_THREADS=1 already.
     torch.set_num_threads(1)
     limits = limits or sandbox.Limits.from_config()
     cells = list(cells)

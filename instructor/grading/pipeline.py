@@ -150,7 +150,6 @@ def record(api, sub: Submission, workdir: Path, res: Result, feedback: bool) -> 
     verdict and the feedback (see :func:`grade_one`)."""
     t0 = time.perf_counter()
     _replay_preprocessor().executed = res.executed
-    _canonicalize_preprocessor().course_root = Path(workdir).resolve()
     out = api.autograde(sub.assignment, sub.student, force=True, create=True)
     res.executed = {}
     if not out.get("success"):
