@@ -41,7 +41,10 @@ IDENTITY = """
 import json, os, sys
 st = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines() if ":" in l)
 json.dump({"uid": os.getuid(), "cap": int(st["CapEff"], 16) | int(st["CapPrm"], 16), "ppid": os.getppid(),
-           "torch_preloaded": "torch" in sys.modules, "pid": os.getpid()}, open("out.json", "w"))
+           "torch_preloaded": "torch" in sys.modules, "pid": os.getpid(),
+           "also_preloaded": [m for m in ("matplotlib.pyplot", "autograder.inplace", "sympy") if m in sys.modules],
+           "backend": sys.modules["matplotlib"].get_backend() if "matplotlib" in sys.modules else None},
+          open("out.json", "w"))
 """
 
 
@@ -50,8 +53,12 @@ def test_every_run_is_a_fork_of_one_server_with_torch_imported_and_no_privilege(
         first = _run(server, folder, "a", IDENTITY)
         second = _run(server, folder, "b", IDENTITY)
     assert server.starts == 1
+    assert server.info["os_threads"] == 1, "the server started threads while preloading: forking it is unsafe"
     for run in (first, second):
         assert run["torch_preloaded"], "the run imported torch itself: nothing was gained"
+        # what the course's notebooks import first, and the meta-tensor machinery (sympy), come with the fork
+        assert run["also_preloaded"] == ["matplotlib.pyplot", "autograder.inplace", "sympy"], run
+        assert run["backend"].lower() == "agg", "the sandbox's plots must use Agg, as a run importing it would"
         assert run["uid"] == sandbox.sandbox_uid(server.limits) != sandbox.server_uid(server.limits)
         assert run["cap"] == 0, "a run kept a capability of the server"
         assert run["ppid"] == server.info["pid"]

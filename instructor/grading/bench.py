@@ -71,6 +71,36 @@ def speed_probe() -> float:
     return time.perf_counter() - t0
 
 
+class CpuMeter:
+    """Mean number of cores busy (user, nice, system, irq, softirq from ``/proc/stat``) and the share
+    of time the hypervisor took (steal) between :meth:`start` and :meth:`stop`: how much of the
+    machine a run used."""
+
+    @staticmethod
+    def _read() -> tuple[float, list[int]]:
+        try:
+            with open("/proc/stat") as f:
+                fields = [int(x) for x in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            fields = []
+        return time.monotonic(), fields
+
+    def start(self) -> "CpuMeter":
+        self.t0, self.f0 = self._read()
+        return self
+
+    def stop(self) -> str:
+        t1, f1 = self._read()
+        if not self.f0 or len(f1) < 8:
+            return "cores busy: unknown (no /proc/stat)"
+        d = [b - a for a, b in zip(self.f0, f1)]
+        hz = os.sysconf("SC_CLK_TCK")
+        wall = max(1e-9, t1 - self.t0)
+        busy = (d[0] + d[1] + d[2] + d[5] + d[6]) / hz / wall
+        steal = d[7] / hz / wall
+        return f"{busy:.2f} of {os.cpu_count()} cores busy on average (steal {steal:.2f})"
+
+
 def plain_nbgrader(incoming: Path, work: Path) -> float:
     """Serial nbgrader autograde, no sandbox, hidden checks in the kernel; wall seconds."""
     import shutil
@@ -80,21 +110,25 @@ def plain_nbgrader(incoming: Path, work: Path) -> float:
     for a in sorted({s.assignment for s in subs}):
         shutil.copytree(course.REPO / "source" / a, work / "source" / a)
         api.generate_assignment(a, force=True, create=True)
-    t0 = time.perf_counter()
+    meter, t0 = CpuMeter().start(), time.perf_counter()
     for sub in subs:
         target = work / "submitted" / sub.student / sub.assignment
         target.mkdir(parents=True)
         for nb in sub.notebooks:
             shutil.copy2(nb, target / nb.name)
         api.autograde(sub.assignment, sub.student, force=True, create=True)
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    print(f"nbgrader autograde, serial: {wall:.0f} s, {meter.stop()}", flush=True)
+    return wall
 
 
 def pipeline(incoming: Path, work: Path, jobs: int) -> tuple[float, list[course.Result]]:
     subs, _ = course.collect_submissions(incoming)
-    t0 = time.perf_counter()
+    meter, t0 = CpuMeter().start(), time.perf_counter()
     results = course.grade(subs, work, jobs=jobs, progress=True)
-    return time.perf_counter() - t0, results
+    wall = time.perf_counter() - t0
+    print(f"grade --jobs {jobs}: {wall:.0f} s, {meter.stop()}", flush=True)
+    return wall, results
 
 
 PHASES = ("confirm", "kernel start", "answer cells", "test cells", "bookkeeping", "feedback")

@@ -223,6 +223,11 @@ class Zygote:
         if not ok:
             self.stop()
             raise ZygoteError("the pre-started sandbox did not start")
+        if self.info.get("os_threads", 1) > 1:  # a fork keeps one thread: a lock another held stays held
+            threads = self.info["os_threads"]
+            self.stop()
+            raise ZygoteError(f"the pre-started sandbox had {threads} threads after its imports: forking it is not "
+                              "safe (switch it off with COURSE_ZYGOTE=off, and report the PyTorch version)")
 
     def stop(self) -> None:
         """End the server and everything in it; keep the area (a running submission's files)."""
