@@ -25,7 +25,8 @@ from ..layout import (NB_EXT, REPO, assignments, gradebook_layout, load_config, 
                       source_notebooks)
 from .parallel import grade_parallel
 from .pipeline import (QuestionScore, Result, Submission, check_ok, failing_tests, grade_one,  # noqa: F401
-                       nbgrader_api, prepare_environment, read_notebook, scores, stage)
+                       nbgrader_api, prepare_environment, read_notebook, scores, stage,
+                       write_atomically)
 from .sandbox import Limits, warn_if_unsandboxed
 
 __all__ = [
@@ -226,12 +227,15 @@ def collect_submissions(path: Path, root: Path = REPO) -> tuple[list[Submission]
 
 
 def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progress: bool = True,
-          root: Path = REPO, jobs: int = 1, force: bool = False, scheduler=None) -> list[Result]:
+          root: Path = REPO, jobs: int = 1, force: bool = False, scheduler=None,
+          shared_disk: bool = True) -> list[Result]:
     """Autograde each submission in the course folder ``workdir`` (created if needed).
 
     The submitted files are copied to ``workdir/submitted/<student>/<assignment>/``; nbgrader
     writes ``autograded/``, ``feedback/`` and ``gradebook.db`` there. Each submission is graded
-    on its own: a crash is recorded in its :class:`Result` and the loop goes on.
+    on its own: a crash is recorded in its :class:`Result` and the loop goes on. With ``jobs`` > 1 or
+    a Dask ``scheduler`` the submissions go to workers (:mod:`.parallel`); ``shared_disk=False`` makes
+    every worker grade in a private folder and this process record, as for workers on other machines.
     """
     from tqdm.auto import tqdm
 
@@ -281,7 +285,8 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
 
     if (jobs > 1 and len(todo) > 1) or (scheduler and todo):
         grade_parallel([subs[i] for i in todo], workdir, jobs=jobs, feedback=feedback, progress=progress,
-                       limits=limits, on_result=lambda k, res: on_result(todo[k], res), scheduler=scheduler)
+                       limits=limits, on_result=lambda k, res: on_result(todo[k], res), scheduler=scheduler,
+                       shared_disk=shared_disk)
         return [done[i] for i in range(len(subs))]
     sandboxed_api = nbgrader_api(workdir, sandboxed=True)
     bar = tqdm(todo, desc="autograding", unit="notebook", disable=not progress, file=sys.stdout)
@@ -353,12 +358,12 @@ class Ledger:
         """Note that grading of ``sub`` starts (cleared when its result is recorded)."""
         entry = self.data.setdefault(self.key(sub), {})
         entry["attempt"] = {"hash": self.digest(sub), "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        _write_atomically(self.path, json.dumps(self.data, indent=1, default=str))
+        write_atomically(self.path, json.dumps(self.data, indent=1, default=str))
 
     def abandon(self, sub: Submission) -> None:
         entry = self.data.get(self.key(sub), {})
         if entry.pop("attempt", None) is not None:
-            _write_atomically(self.path, json.dumps(self.data, indent=1, default=str))
+            write_atomically(self.path, json.dumps(self.data, indent=1, default=str))
 
     def died_on(self, sub: Submission) -> str | None:
         """When an earlier run began grading these very files and never recorded a result: its time."""
@@ -387,13 +392,7 @@ class Ledger:
         entry = self.data.get(self.key(sub), {})
         self.data[self.key(sub)] = {"hash": self.digest(sub), "result": result, "times": entry.get("times", 0) + 1,
                                     "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        _write_atomically(self.path, json.dumps(self.data, indent=1, default=str))
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+        write_atomically(self.path, json.dumps(self.data, indent=1, default=str))
 
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")

@@ -1,13 +1,19 @@
-"""Grading on every core: workers execute, one process records.
+"""Grading on every core: each worker grades a whole submission, the grading process keeps the batch.
 
-The costly part of grading a submission — the confirmation run and the nbgrader execution, both in
-the sandbox — needs no gradebook. Each worker process does it in a private course folder of its
-own (a copy of the assignment, its own scratch gradebook) and sends back plain data: the judge's
-verdicts, the flags and the executed notebooks. The grading process is the only one that writes
-the real gradebook: it runs nbgrader's autograde on each result with the worker's autograded notebook
-in place of the submitted one and only the gradebook-writing steps left (:func:`.pipeline.record`,
-:func:`.pipeline.replay_config`), so formgrader, ``generate_feedback`` and ``nbgrader export`` see
-exactly what a one-at-a-time run writes (tests/test_parallel.py compares them), and SQLite has one writer.
+A worker that sees the course folder (``--jobs`` on this machine; a Dask worker on it or on a shared
+disk) grades the submission in place, exactly as ``--jobs 1`` does (:func:`.pipeline.grade_one`): the
+confirmation, nbgrader's autograde with its kernel in the sandbox, the lower verdict, the feedback —
+written to the course's own gradebook, which the workers share (SQLite serializes their short write
+transactions; a writer waits for the other, :func:`.pipeline.prepare_environment`). How a worker knows
+it sees the folder: the grading process writes a random token there for the batch (:func:`batch_token`)
+and the worker reads it back (:func:`sees_course`).
+
+A worker that does not see it (a Dask worker on another machine) gets the submission as bytes, grades
+it in a private course folder of its own and sends back plain data — the judge's verdicts, the flags,
+the executed notebooks; the grading process then records it (:func:`.pipeline.record`: nbgrader's
+autograde on the worker's autograded notebook with only the gradebook-writing steps left,
+:func:`.pipeline.replay_config`), so formgrader, ``generate_feedback`` and ``nbgrader export`` see what
+a one-at-a-time run writes either way (tests/test_parallel.py compares them).
 
 A worker that dies (the machine's OOM killer, a crash) takes only its submission with it: that
 submission is tried again in a fresh worker, and a submission that kills workers twice is flagged
@@ -15,6 +21,7 @@ instead of tried forever.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -50,17 +57,66 @@ def _private_course(assignment: str, course_config: str | None) -> tuple[Path, o
     return _PRIVATE[key]
 
 
-def execute(student: str, assignment: str, notebooks: dict, course_config: str | None,
-            limits: dict) -> Result:
-    """A worker's whole job for one submission; returns a :class:`Result` with ``executed`` set.
+BATCH_FILE = ".grading-batch"
 
-    ``notebooks`` maps file names to their bytes: a worker on another machine needs no shared disk.
+
+def batch_token(workdir: Path) -> dict:
+    """Mark ``workdir`` for this batch: what a worker needs to tell whether it sees this very folder."""
+    import secrets
+
+    token = secrets.token_hex(16)
+    pipeline.write_atomically(Path(workdir) / BATCH_FILE, token)
+    return {"workdir": str(workdir), "token": token}
+
+
+def sees_course(shared: dict | None) -> Path | None:
+    """The course folder of the batch, when this worker sees it (its token reads back); else None."""
+    if not shared:
+        return None
+    folder = Path(shared["workdir"])
+    try:
+        return folder if (folder / BATCH_FILE).read_text() == shared["token"] else None
+    except OSError:
+        return None
+
+
+_COURSE_APIS: dict = {}
+
+
+def _in_course(course: Path, student: str, assignment: str, limits, feedback: bool) -> Result:
+    """Grade the submission the grading process staged in ``course``, recording it there (as ``--jobs 1``)."""
+    api = _COURSE_APIS.get(course)
+    if api is None:
+        api = _COURSE_APIS[course] = pipeline.nbgrader_api(course, sandboxed=True)
+    staged = course / "submitted" / student / assignment
+    sub = Submission(student, assignment, sorted(staged.glob("*.ipynb")))
+    res = Result(student, assignment, ok=False, recorded=True)
+    t0 = time.perf_counter()
+    try:
+        pipeline.grade_one(api, sub, course, res, limits, feedback)
+    except Exception as err:  # noqa: BLE001 - reported, never raised into the pool
+        res.ok, res.error = False, f"{type(err).__name__}: {err}"
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def execute(student: str, assignment: str, notebooks: dict, course_config: str | None,
+            limits: dict, shared: dict | None = None, feedback: bool = False) -> Result:
+    """A worker's whole job for one submission.
+
+    Where the worker sees the batch's course folder (``shared``, :func:`sees_course`), the submission
+    is graded and recorded there (the result comes back with ``recorded`` set). Elsewhere
+    ``notebooks`` (file names to bytes) is graded in a private course folder and the result comes back
+    with ``executed`` set, for the grading process to record: no shared disk needed.
     """
     from .sandbox import Limits
 
     pipeline.prepare_environment()
     os.environ["_COURSE_SANDBOX_WARNED"] = "1"  # the grading process already said it, once
     _injected_fault(student)
+    course = sees_course(shared)
+    if course is not None:
+        return _in_course(course, student, assignment, Limits(**limits), feedback)
     root, api = _private_course(assignment, course_config)
     res = Result(student, assignment, ok=False)
     target = root / "submitted" / student / assignment
@@ -139,14 +195,22 @@ def longest_first(staged: dict) -> list[int]:
 
 
 def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback: bool, progress: bool,
-                   limits, on_result=None, scheduler: str | None = None) -> list[Result]:
-    """Grade ``subs`` with ``jobs`` worker processes; results in the order of ``subs``."""
+                   limits, on_result=None, scheduler: str | None = None, shared_disk: bool = True) -> list[Result]:
+    """Grade ``subs`` with ``jobs`` worker processes (or on the Dask ``scheduler``); results in the order
+    of ``subs``. ``shared_disk=False``: every worker grades in a private folder, as one on another
+    machine would, and this process records."""
     from nbgrader.apps import NbGraderAPI
     from tqdm.auto import tqdm
 
     workdir = Path(workdir).resolve()
     recorder = NbGraderAPI(config=pipeline.replay_config(workdir))
     config_text = _course_config(workdir)
+    # Students are made before the workers start: two workers grading one student's two assignments
+    # would otherwise both create the row, and the second would fail on the unique name.
+    with recorder.gradebook as gb:
+        for student in sorted({sub.student for sub in subs}):
+            gb.update_or_create_student(student)
+    shared = batch_token(workdir) if shared_disk else None
     results: dict[int, Result] = {}
     staged = {}
     for i, sub in enumerate(subs):
@@ -160,7 +224,7 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
     def finish(i: int, res: Result) -> None:
         sub = subs[i]
         res.notes = staged[i][0] + res.notes
-        if res.ok:
+        if res.ok and not res.recorded:  # a worker that did not see the course folder: record it here
             t0 = time.perf_counter()
             try:
                 pipeline.record(recorder, sub, workdir, res, feedback)
@@ -180,7 +244,7 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
         """Grade ``indices``; return those whose worker died (the pool broke under them)."""
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_die_with_parent)
         futures = {pool.submit(execute, subs[i].student, subs[i].assignment, _payload(staged[i][1]),
-                               config_text, limits.__dict__): i for i in indices}
+                               config_text, limits.__dict__, shared, feedback): i for i in indices}
         lost = []
         for fut in futures:
             i = futures[fut]
@@ -195,10 +259,20 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
         pool.shutdown(wait=True, cancel_futures=True)
         return lost
 
-    if scheduler:
-        _run_dask(scheduler, subs, staged, config_text, limits, finish)
+    try:
+        if scheduler:
+            _run_dask(scheduler, subs, staged, config_text, limits, finish, shared=shared, feedback=feedback)
+        else:
+            _run_local(subs, staged, jobs, run_pool, finish)
+    finally:
         bar.close()
-        return [results[i] for i in range(len(subs))]
+        if shared:
+            with contextlib.suppress(OSError):
+                (workdir / BATCH_FILE).unlink()
+    return [results[i] for i in range(len(subs))]
+
+
+def _run_local(subs, staged, jobs, run_pool, finish) -> None:
     suspects = run_pool(longest_first(staged), min(jobs, len(subs)))
     # A dead worker breaks its whole pool: retry each unfinished submission alone, so that only the
     # one that kills its worker again is blamed.
@@ -211,11 +285,10 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
                              error=f"the submission killed its grading worker {attempt} times; not retried")
                 res.flags.append(res.error)
                 finish(i, res)
-    bar.close()
-    return [results[i] for i in range(len(subs))]
 
 
-def _run_dask(scheduler, subs, staged, config_text, limits, finish, poll: float = 0.5) -> None:
+def _run_dask(scheduler, subs, staged, config_text, limits, finish, poll: float = 0.5, *, shared: dict | None = None,
+              feedback: bool = False) -> None:
     """Each submission a task on a ``dask.distributed`` cluster; results recorded here as they come.
 
     The workers need the course installed (a clone of the repository, its venv, bubblewrap) and the
@@ -264,7 +337,7 @@ def _run_dask(scheduler, subs, staged, config_text, limits, finish, poll: float 
                 i = pending.pop(0)
                 attempt += 1
                 fut = client.submit(execute, subs[i].student, subs[i].assignment, _payload(staged[i][1]),
-                                    config_text, dict(limits.__dict__), pure=False,
+                                    config_text, dict(limits.__dict__), shared, feedback, pure=False,
                                     workers=[addr], allow_other_workers=False,
                                     key=f"grade-{batch}-{attempt}-{subs[i].student}-{subs[i].assignment}")
                 running[fut] = (i, addr)

@@ -36,7 +36,7 @@ from .canonical import canonical_notebook
 
 __all__ = ["Submission", "QuestionScore", "Result", "sandboxed_config", "replay_config", "nbgrader_api", "check_ok",
            "prepare_environment", "stage", "grade_one", "keep_lower", "record", "scores", "annotate_feedback",
-           "read_notebook", "failing_tests", "short_error"]
+           "read_notebook", "failing_tests", "short_error", "write_atomically"]
 
 
 def sandboxed_config(root: Path):
@@ -201,6 +201,13 @@ def nbgrader_api(root: Path, sandboxed: bool = False):
     return NbGraderAPI(config=sandboxed_config(root) if sandboxed else load_config(root))
 
 
+def write_atomically(path: Path, text: str) -> None:
+    """``text`` into ``path`` whole or not at all (a temporary file, then a rename)."""
+    tmp = Path(path).with_name(f".{Path(path).name}.tmp-{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 def check_ok(result: dict, what: str) -> None:
     if not result.get("success"):
         raise RuntimeError(f"{what} failed:\n{result.get('error') or ''}\n{result.get('log') or ''}")
@@ -217,6 +224,25 @@ def prepare_environment() -> None:
     if not os.environ.get("PATH", "").startswith(bindir):
         os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
     _gradebooks_without_alembic()
+    _gradebook_writers_wait()
+
+
+#: how long a gradebook writer waits for another process's write transaction (``--jobs`` workers share
+#: one SQLite gradebook; each transaction lasts milliseconds, pysqlite's default wait is 5 s)
+GRADEBOOK_WAIT_MS = 120_000
+
+
+@functools.lru_cache(maxsize=None)
+def _gradebook_writers_wait() -> None:
+    """Every SQLite connection of this process waits :data:`GRADEBOOK_WAIT_MS` for a lock held by
+    another process, instead of failing with "database is locked"."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    @event.listens_for(Engine, "connect")
+    def _wait(dbapi_connection, _record):
+        if type(dbapi_connection).__module__.startswith("sqlite3"):
+            dbapi_connection.execute(f"PRAGMA busy_timeout = {GRADEBOOK_WAIT_MS}")
 
 
 @functools.lru_cache(maxsize=None)
@@ -314,6 +340,7 @@ class Result:
     sandboxed: bool = False
     verdicts: dict = field(default_factory=dict)   # grade_id -> the judge's verdict (plain data)
     executed: dict = field(default_factory=dict)   # notebook name -> executed notebook (JSON), from a worker
+    recorded: bool = False                         # a worker recorded it in the course's gradebook itself
     phases: dict = field(default_factory=dict)     # where the seconds went (see :func:`_add_phase`)
 
     @property
