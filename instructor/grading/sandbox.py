@@ -741,11 +741,51 @@ def use_kernel_launcher(launch) -> None:
     _LAUNCHER.launch = launch
 
 
+@functools.lru_cache(maxsize=None)
+def _ready_client_class():
+    from queue import Empty
+
+    from jupyter_client.asynchronous import AsyncKernelClient
+
+    class ReadyClient(AsyncKernelClient):
+        """jupyter_client's kernel client, ready as soon as the kernel answers.
+
+        Its own ``wait_for_ready`` ends by waiting until IOPub has been quiet for 0.2 s — 0.2 s of every
+        notebook, idle. nbclient reads only the IOPub messages whose parent is the cell it runs, so the
+        status messages of the handshake may stay queued."""
+
+        async def _async_wait_for_ready(self, timeout: float | None = None) -> None:
+            deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
+            while True:
+                self.kernel_info()
+                try:
+                    reply = await self.shell_channel.get_msg(timeout=1)
+                except Empty:
+                    reply = None
+                if reply is not None and reply["msg_type"] == "kernel_info_reply":
+                    try:   # IOPub is connected once the handshake's own status message arrives on it
+                        await self.iopub_channel.get_msg(timeout=0.2)
+                    except Empty:
+                        pass
+                    else:
+                        self._handle_kernel_info_reply(reply)
+                        return
+                if not await self._async_is_alive():
+                    raise RuntimeError("Kernel died before replying to kernel_info")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
+
+        wait_for_ready = _async_wait_for_ready
+
+    return ReadyClient
+
+
 def _kernel_manager_class():
     from jupyter_client.manager import AsyncKernelManager
 
     class SandboxKernelManager(AsyncKernelManager):
-        """Connection file and IPC sockets in the folder shared with the sandbox."""
+        """Connection file and IPC sockets in the folder shared with the sandbox; the kernel is ready
+        when it answers, and found ended within milliseconds (jupyter_client polls every 0.1 s)."""
 
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
@@ -753,8 +793,12 @@ def _kernel_manager_class():
             self.transport = "ipc"
             self.connection_file = str(rundir / f"kernel-{uuid.uuid4().hex[:8]}.json")
             self.ip = str(rundir / "k")
+            self.client_factory = _ready_client_class()
             # made on the grading thread; the kernel may be started from another (run_sync)
             self.course_launch = getattr(_LAUNCHER, "launch", None)
+
+        async def _async_finish_shutdown(self, waittime=None, pollinterval: float = 0.1, restart: bool = False):
+            return await super()._async_finish_shutdown(waittime, min(pollinterval, 0.005), restart)
 
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             if self.course_launch is None:

@@ -56,7 +56,7 @@ def _prctl(option: int, value: int) -> None:
 #: backend). Each one imported here is not imported again in every run, twice per notebook.
 PRELOAD = ("torch", "numpy", "IPython", "IPython.core.interactiveshell", "ipykernel.kernelapp",
            "ipykernel.ipkernel", "ipykernel_launcher", "jupyter_client.session", "zmq", "tornado.ioloop",
-           "tqdm", "tqdm.auto", "matplotlib.pyplot", "torch.nn", "torch.utils._python_dispatch",
+           "ipykernel.debugger", "tqdm", "tqdm.auto", "matplotlib.pyplot", "torch.nn", "torch.utils._python_dispatch",
            "autograder", "autograder.runtime", "autograder.checks", "autograder.verdicts", "autograder.inplace",
            "autograder.storage", "autograder.saved_tensors", "autograder.yolo", "autograder.detector",
            "autograder.attack", "autograder.wild")
@@ -81,6 +81,10 @@ def os_threads() -> int:
 def preload() -> list[str]:
     """What every run would import first: imported once, here (no thread may start: fork-safety; the
     server reports its thread count and the grader refuses a server with more than one)."""
+    # A grading kernel has no debugger: ipykernel imports debugpy at every kernel start (0.25 s here),
+    # and debugpy starts a thread when imported, so it could not be imported here either. Without it
+    # ipykernel says "debugger": false in its kernel_info and carries on.
+    sys.modules.setdefault("debugpy", None)
     loaded = []
     for name in PRELOAD:
         try:
