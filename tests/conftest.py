@@ -42,7 +42,7 @@ def graded(tmp_path_factory) -> dict:
     for s in samples.load_samples():
         jobs.append((s.student, s.assignment, s))
     # One batch, graded the way an instructor grades a class: `grade --jobs 2` (every core here),
-    # workers executing in the sandbox and one process recording grades.
+    # each worker grading and recording whole submissions in the sandbox, sharing the gradebook.
     shards = 1
     procs = []
     for k in range(shards):

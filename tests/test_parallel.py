@@ -57,14 +57,18 @@ def test_jobs_1_gives_the_same_scores_as_jobs_2(graded, tmp_path):
         (incoming / s.student / s.assignment).mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, incoming / s.student / s.assignment / name)
     serial = _grade(incoming, tmp_path / "serial", jobs=1)
+    ledger = __import__("json").loads((graded[(chosen[0].student, chosen[0].assignment)]["workdir"]
+                                       / "grading-ledger.json").read_text())
+    assert all(entry["result"]["recorded"] for entry in ledger.values() if entry["result"]["ok"]), \
+        "a --jobs 2 worker on this machine did not record in the shared course folder"
     for s in chosen:
         key = (s.student, s.assignment)
         parallel = graded[key]
         assert serial[key]["_status"] == parallel["status"] == "graded", (key, serial[key], parallel["status"])
         scores = {q: (None if v == "" else float(v)) for q, v in serial[key].items() if not q.startswith("_")}
         assert scores == parallel["questions"], f"{key}: --jobs 1 {scores} != --jobs 2 {parallel['questions']}"
-        # the recorder keeps the worker's autograded notebook: what formgrader and the feedback show is
-        # what a one-at-a-time run writes (same cells, same kinds of output, same questions named)
+        # each --jobs 2 worker graded and recorded in the course folder itself: what formgrader and the
+        # feedback show is what a one-at-a-time run writes (same cells, same kinds of output, same questions)
         one = _autograded(tmp_path / "serial" / "course", *key)
         two = _autograded(parallel["workdir"], *key)
         assert one and one == two, f"{key}: the autograded notebooks differ between --jobs 1 and --jobs 2"
@@ -143,9 +147,27 @@ def test_an_interrupted_batch_resumes_without_grading_anything_twice(tmp_path, j
     assert {k: v["times"] for k, v in ledger.items()} == {f"{s}/00_orientation": 1 for s in expected}
 
 
+def test_a_worker_grades_in_place_only_in_the_folder_of_its_batch(tmp_path):
+    """Workers record in the course folder only when they see the very folder the grading process
+    marked for this batch; anything else (another machine, an old or forged mark) grades privately."""
+    from instructor.grading import parallel
+
+    shared = parallel.batch_token(tmp_path)
+    assert parallel.sees_course(shared) == tmp_path
+    assert parallel.sees_course(None) is None
+    assert parallel.sees_course({**shared, "token": "0" * 32}) is None            # an earlier batch's mark
+    assert parallel.sees_course({**shared, "workdir": str(tmp_path / "elsewhere")}) is None   # not this disk
+    (tmp_path / parallel.BATCH_FILE).unlink()
+    assert parallel.sees_course(shared) is None
+
+
 def test_grading_on_a_dask_cluster_retries_a_dead_worker_and_flags_a_killer(tmp_path, monkeypatch):
     """A real LocalCluster (two worker processes, no mock): the same grades as one at a time; a worker
-    that dies once gets its submission retried elsewhere; one that kills workers twice is flagged."""
+    that dies once gets its submission retried elsewhere; one that kills workers twice is flagged.
+
+    Graded as workers on other machines are (``shared_disk=False``): each submission travels as bytes,
+    is graded in the worker's private folder, and is recorded by the grading process. (The ``--jobs``
+    tests above cover workers that record in the shared course folder.)"""
     import dask
     from distributed import Client, LocalCluster
 
@@ -162,9 +184,10 @@ def test_grading_on_a_dask_cluster_retries_a_dead_worker_and_flags_a_killer(tmp_
             subs, problems = course.collect_submissions(incoming)
             assert not problems
             results = {r.student: r for r in course.grade(subs, tmp_path / "course", progress=False,
-                                                           feedback=False, scheduler=client)}
+                                                           feedback=False, scheduler=client, shared_disk=False)}
     assert marker.exists()
     assert not results["ann"].ok and "killed its grading worker 2 times" in " ".join(results["ann"].flags)
     assert results["bob"].ok and results["bob"].auto_score == 8      # its first worker died; retried
     assert results["cat"].auto_score == 2 and results["dan"].auto_score == 0, {k: (r.ok, r.auto_score, r.error, r.flags) for k, r in results.items()}
+    assert not any(r.recorded for r in results.values()), "a private-folder worker claimed to have recorded"
 
