@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..layout import (NB_EXT, REPO, assignments, gradebook_layout, load_config, notebook_owner,  # noqa: F401
                       source_notebooks)
-from .parallel import grade_parallel
+from .parallel import grade_parallel, start_workers
 from .pipeline import (QuestionScore, Result, Submission, check_ok, failing_tests, grade_one,  # noqa: F401
                        nbgrader_api, prepare_environment, read_notebook, scores, stage,
                        write_atomically)
@@ -242,19 +242,6 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
     prepare_environment()
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    api = nbgrader_api(workdir)
-    if workdir == Path(root).resolve() and subs:
-        # grading in the repository regenerates its release/: answers a student wrote there are kept first
-        release(sorted({s.assignment for s in subs}), root)
-    for name in sorted({s.assignment for s in subs}):
-        dest = workdir / "source" / name
-        if dest.resolve() != (Path(root) / "source" / name).resolve():
-            if dest.exists():
-                shutil.rmtree(dest)
-            shutil.copytree(Path(root) / "source" / name, dest,
-                            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-        check_ok(api.generate_assignment(name, force=True, create=True), f"nbgrader generate_assignment {name}")
-
     limits = Limits.from_config(load_config(workdir))
     warn_if_unsandboxed()
     ledger = Ledger(workdir)
@@ -276,6 +263,27 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
     if done:
         print(f"{len(done)} submission(s) unchanged since they were last graded: kept their grades "
               f"({len(todo)} to grade)", flush=True)
+    on_workers = (jobs > 1 and len(todo) > 1) or bool(scheduler and todo)
+    # --jobs: the workers start now, importing the grading code and starting their pre-started
+    # sandboxes while this process prepares the course folder.
+    pool = start_workers(min(jobs, len(todo)), limits) if on_workers and not scheduler else None
+    try:
+        api = nbgrader_api(workdir)
+        if workdir == Path(root).resolve() and subs:
+            # grading in the repository regenerates its release/: answers a student wrote there are kept first
+            release(sorted({s.assignment for s in subs}), root)
+        for name in sorted({s.assignment for s in subs}):
+            dest = workdir / "source" / name
+            if dest.resolve() != (Path(root) / "source" / name).resolve():
+                if dest.exists():
+                    shutil.rmtree(dest)
+                shutil.copytree(Path(root) / "source" / name, dest,
+                                ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+            check_ok(api.generate_assignment(name, force=True, create=True), f"nbgrader generate_assignment {name}")
+    except BaseException:
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        raise
 
     def on_result(i: int, res: Result) -> None:
         res.flags = list(dict.fromkeys(subs[i].flags + res.flags))
@@ -283,10 +291,10 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
         ledger.record(subs[i], res)
         _injected_stop(len(done) - (len(subs) - len(todo)))
 
-    if (jobs > 1 and len(todo) > 1) or (scheduler and todo):
+    if on_workers:
         grade_parallel([subs[i] for i in todo], workdir, jobs=jobs, feedback=feedback, progress=progress,
                        limits=limits, on_result=lambda k, res: on_result(todo[k], res), scheduler=scheduler,
-                       shared_disk=shared_disk)
+                       shared_disk=shared_disk, pool=pool)
         return [done[i] for i in range(len(subs))]
     sandboxed_api = nbgrader_api(workdir, sandboxed=True)
     bar = tqdm(todo, desc="autograding", unit="notebook", disable=not progress, file=sys.stdout)
