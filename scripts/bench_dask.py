@@ -3,8 +3,10 @@
     python scripts/bench_dask.py            # samples of assignments 0-2, --jobs 2 vs 2 Dask workers
 
 A synthetic class (the bench's, one copy of each sample) is graded with ``grade --jobs 2`` and on a
-``dask.distributed.LocalCluster`` of two single-thread worker processes; prints both wall times, their
-ratio and whether the scores agree.
+``dask.distributed.LocalCluster`` of two single-thread worker processes, once as workers that see the
+course folder (they record in place) and once as workers on other machines would (``shared_disk=False``:
+bytes in, private folders, recorded by the grading process); prints the wall times, their ratios and
+whether the scores agree.
 """
 from __future__ import annotations
 
@@ -43,11 +45,15 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             by_dask = course.grade(subs, root / "dask", progress=False, scheduler=client)
             dask = time.perf_counter() - t0
-    same = ({(r.student, r.assignment): r.auto_score for r in by_jobs}
-            == {(r.student, r.assignment): r.auto_score for r in by_dask})
+            # as workers on other machines: bytes in, a private folder, recorded by this process
+            t0 = time.perf_counter()
+            by_remote = course.grade(subs, root / "remote", progress=False, scheduler=client, shared_disk=False)
+            remote = time.perf_counter() - t0
+    scores = [{(r.student, r.assignment): r.auto_score for r in rs} for rs in (by_jobs, by_dask, by_remote)]
+    same = scores[0] == scores[1] == scores[2]
     print(f"{n} notebooks: --jobs {args.workers} {jobs:.0f} s ({60 * n / jobs:.1f}/min), "
           f"Dask {args.workers} workers {dask:.0f} s ({60 * n / dask:.1f}/min); Dask/--jobs wall {dask / jobs:.2f}; "
-          f"same scores: {same}")
+          f"Dask as on other machines (no shared disk) {remote:.0f} s, {remote / jobs:.2f}; same scores: {same}")
     return 0 if same else 1
 
 

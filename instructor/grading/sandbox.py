@@ -872,8 +872,30 @@ def sandboxed_execute_class():
             self._skipped_hung = False  # a cell that never returned in the confirmation was left out
             self.timeout_func = self._cell_timeout
             self.course_flags = []
+            self._asked_exit = False
+            self.on_cell_executed = self._note_exit_request
             type(self).last_flags = self.course_flags
             return super().preprocess(nb, resources, km)
+
+        def _note_exit_request(self, cell=None, cell_index=None, execute_reply=None):
+            """IPython's ``exit()`` / ``quit()`` ends the kernel 0.1 s *after* the cell's reply, which says
+            so in its payload. Noted here, so that the kernel's end is met at this cell — not left to
+            whichever later cell finds the kernel dead, or to none when the notebook ends within 0.1 s."""
+            for p in ((execute_reply or {}).get("content") or {}).get("payload") or []:
+                if isinstance(p, dict) and p.get("source") == "ask_exit" and not p.get("keepkernel"):
+                    self._asked_exit = True
+
+        def _exit_requested(self) -> bool:
+            """The cell just run asked the kernel to end: wait (at most 2 s) for it to be gone."""
+            from jupyter_core.utils import run_sync
+
+            if not self._asked_exit:
+                return False
+            self._asked_exit = False
+            end = time.monotonic() + 2
+            while time.monotonic() < end and run_sync(self.km.is_alive)():
+                time.sleep(0.01)
+            return True
 
         def _cell_timeout(self, cell):
             """The confirmation already saw the function a test cell calls never return: that cell gets
@@ -981,6 +1003,12 @@ def sandboxed_execute_class():
                         self._restart_and_replay()
                     else:
                         self._deadline = time.monotonic()
+                elif self._exit_requested():
+                    self.course_flags.append(f"cell {index + 1} ended the Python process after it finished (exit() "
+                                             "or quit()); the kernel was restarted without it")
+                    if self._restarts < self.max_restarts:  # else the next cell meets the ended kernel
+                        self._restarts += 1
+                        self._restart_and_replay()
                 else:
                     self._ran.append(cell)
                 self._cap_outputs(cell, index)
