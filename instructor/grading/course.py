@@ -291,14 +291,10 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
         ledger.record(subs[i], res)
         _injected_stop(len(done) - (len(subs) - len(todo)))
 
-    if on_workers:
-        try:
-            grade_parallel([subs[i] for i in todo], workdir, jobs=jobs, feedback=feedback, progress=progress,
-                           limits=limits, on_result=lambda k, res: on_result(todo[k], res), scheduler=scheduler,
-                           shared_disk=shared_disk, pool=pool)
-        finally:
-            if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)  # done already, unless grading failed early
+    if on_workers:  # grade_parallel shuts the workers down
+        grade_parallel([subs[i] for i in todo], workdir, jobs=jobs, feedback=feedback, progress=progress,
+                       limits=limits, on_result=lambda k, res: on_result(todo[k], res), scheduler=scheduler,
+                       shared_disk=shared_disk, pool=pool)
         return [done[i] for i in range(len(subs))]
     sandboxed_api = nbgrader_api(workdir, sandboxed=True)
     bar = tqdm(todo, desc="autograding", unit="notebook", disable=not progress, file=sys.stdout)

@@ -243,21 +243,26 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
     from nbgrader.apps import NbGraderAPI
     from tqdm.auto import tqdm
 
-    workdir = Path(workdir).resolve()
-    recorder = NbGraderAPI(config=pipeline.replay_config(workdir))
-    config_text = _course_config(workdir)
-    # Students are made before the workers start: two workers grading one student's two assignments
-    # would otherwise both create the row, and the second would fail on the unique name.
-    with recorder.gradebook as gb:
-        for student in sorted({sub.student for sub in subs}):
-            gb.update_or_create_student(student)
+    try:
+        workdir = Path(workdir).resolve()
+        recorder = NbGraderAPI(config=pipeline.replay_config(workdir))
+        config_text = _course_config(workdir)
+        # Students are made before any submission reaches a worker: two workers grading one student's
+        # two assignments would otherwise both create the row, and the second would fail on the unique name.
+        with recorder.gradebook as gb:
+            for student in sorted({sub.student for sub in subs}):
+                gb.update_or_create_student(student)
+        staged = {}
+        for i, sub in enumerate(subs):
+            res = Result(sub.student, sub.assignment, ok=False)
+            pipeline.stage(sub, workdir / "submitted" / sub.student / sub.assignment, workdir, res)
+            staged[i] = (res.notes, sorted((workdir / "submitted" / sub.student / sub.assignment).glob("*.ipynb")))
+    except BaseException:
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        raise
     shared = batch_token(workdir) if shared_disk else None
     results: dict[int, Result] = {}
-    staged = {}
-    for i, sub in enumerate(subs):
-        res = Result(sub.student, sub.assignment, ok=False)
-        pipeline.stage(sub, workdir / "submitted" / sub.student / sub.assignment, workdir, res)
-        staged[i] = (res.notes, sorted((workdir / "submitted" / sub.student / sub.assignment).glob("*.ipynb")))
     bar = tqdm(total=len(subs), desc=f"autograding ({jobs} workers)", unit="notebook", disable=not progress,
                file=sys.stdout)
 
@@ -283,9 +288,7 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
     def run_pool(indices: list[int], workers: int) -> list[int]:
         """Grade ``indices``; return those whose worker died (the pool broke under them)."""
         nonlocal pool
-        if pool is None or pool._max_workers != workers:   # noqa: SLF001 - the stdlib's own field
-            if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
+        if pool is None:  # the workers given to this batch serve its first round; retries start their own
             pool = start_workers(workers, limits)
         futures = {pool.submit(execute, subs[i].student, subs[i].assignment, _payload(staged[i][1]),
                                config_text, limits.__dict__, shared, feedback): i for i in indices}

@@ -205,65 +205,58 @@ def _kill_everything_else() -> None:
             return
 
 
+#: where a run may leave something for the next one outside its files
+IPC_DIRS = ("/dev/shm", "/dev/mqueue")
+SYSV_IPC = {"shm": "shmctl", "msg": "msgctl", "sem": "semctl"}  # /proc/sysvipc/KIND -> its libc call
+
+
+def _ipc_objects() -> tuple[list[str], list[tuple[str, int]]]:
+    """Entries of :data:`IPC_DIRS` and System V IPC objects (kind, id) there are now."""
+    paths: list[str] = []
+    for name in IPC_DIRS:
+        try:
+            paths += [os.path.join(name, entry) for entry in os.listdir(name)]
+        except OSError:
+            pass
+    ids: list[tuple[str, int]] = []
+    for kind in SYSV_IPC:
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        ids += [(kind, int(parts[1])) for parts in map(str.split, lines) if len(parts) > 1 and parts[1].isdigit()]
+    return paths, ids
+
+
 def _clean_ipc() -> None:
     """Remove what a run may leave for the next one outside its files: /dev/shm and System V IPC."""
     import shutil
 
-    for name in ("/dev/shm", "/dev/mqueue"):
+    paths, ids = _ipc_objects()
+    for path in paths:
         try:
-            entries = os.listdir(name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
         except OSError:
-            continue
-        for entry in entries:
-            path = os.path.join(name, entry)
-            try:
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    os.unlink(path)
-            except OSError:
-                pass
+            pass
     try:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        for kind, fn in (("shm", "shmctl"), ("msg", "msgctl"), ("sem", "semctl")):
-            try:
-                lines = open(f"/proc/sysvipc/{kind}").read().splitlines()[1:]
-            except OSError:
-                continue
-            for line in lines:
-                parts = line.split()
-                if len(parts) > 1:
-                    getattr(libc, fn)(int(parts[1]), 0, 0)  # IPC_RMID
+        for kind, ident in ids:
+            getattr(libc, SYSV_IPC[kind])(ident, 0, 0)  # IPC_RMID
     except Exception:  # noqa: BLE001
         pass
-
-
-def _ipc_left() -> bool:
-    """Is there anything in /dev/shm, /dev/mqueue or System V IPC for :func:`_clean_ipc` to remove?
-    (Each check reads a listing; forking this server for nothing costs more.)"""
-    for name in ("/dev/shm", "/dev/mqueue"):
-        try:
-            if os.listdir(name):
-                return True
-        except OSError:
-            pass
-    for kind in ("shm", "msg", "sem"):
-        try:
-            with open(f"/proc/sysvipc/{kind}") as f:
-                if len(f.read().splitlines()) > 1:
-                    return True
-        except OSError:
-            return True  # cannot tell: clean
-    return False
 
 
 def _clean(uid: int) -> None:
     """After a run: every process it left killed; its shared memory and IPC objects removed (by a
     helper with the runs' uid: they own them)."""
     _kill_everything_else()
-    if not _ipc_left():
+    if _ipc_objects() == ([], []):  # nothing to remove: no fork of this (large) server for it
         return
     pid = os.fork()
     if pid == 0:
