@@ -93,8 +93,17 @@ def stop_all() -> None:
     _ALL.clear()
 
 
-# a --jobs worker ends through multiprocessing, which skips atexit: its finalizers still run
-multiprocessing.util.Finalize(None, stop_all, exitpriority=100)
+_FINALIZER_PID: int | None = None
+
+
+def _stop_all_at_process_end() -> None:
+    """A --jobs worker ends through multiprocessing, which skips atexit but runs its finalizers; a worker
+    forked from the fork server starts with none (multiprocessing clears the ones a fork inherits), so
+    each process registers its own when it starts a sandbox."""
+    global _FINALIZER_PID
+    if _FINALIZER_PID != os.getpid():
+        _FINALIZER_PID = os.getpid()
+        multiprocessing.util.Finalize(None, stop_all, exitpriority=100)
 
 
 class ZygoteError(RuntimeError):
@@ -190,6 +199,7 @@ class Zygote:
         t0 = time.monotonic()
         if self not in _ALL:  # stopped at exit (again, after a stop_all)
             _ALL.append(self)
+        _stop_all_at_process_end()
         self._make_area()
         shutil.copy2(SERVER, self.area / "bin" / SERVER.name)
         os.chmod(self.area / "bin" / SERVER.name, 0o644)
