@@ -356,3 +356,37 @@ def test_a_new_gradebook_needs_no_alembic_subprocess(tmp_path, monkeypatch):
     monkeypatch.setattr(sp, "check_output", no_subprocess)
     with nbgrader.api.Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:
         assert gb.db.execute(nbgrader.api.text("SELECT version_num FROM alembic_version")).scalar() == pipeline.alembic_head()
+
+
+_KILLED_GRADER = """
+import os, sys
+from instructor.grading import sandbox
+space = sandbox.Workspace(sandbox.Limits(), parent=sys.argv[1]).__enter__()
+(space / "answer.bin").write_bytes(b"x" * 4096)       # what a submission wrote, held in memory by the tmpfs
+group = sandbox.Cgroup(sandbox.Limits(), sandbox.status()["cgroup"])
+print(space, *group.dirs, flush=True)
+os._exit(137)                                        # killed: no clean-up ran
+"""
+
+
+@pytest.mark.skipif(not sandbox.can_bound_disk(), reason="needs root (a sized tmpfs per submission)")
+def test_what_a_killed_grader_left_is_swept_and_a_live_graders_is_kept(tmp_path):
+    import os
+
+    out = subprocess.run([sys.executable, "-c", _KILLED_GRADER, str(tmp_path)], cwd=sandbox.REPO, capture_output=True,
+                         text=True, timeout=120)
+    left, *groups = out.stdout.split()
+    # without the sweep it stays: mounted, the submission's bytes in it, its cgroups made
+    assert os.path.ismount(left) and (Path(left) / "answer.bin").exists(), out.stderr[-2000:]
+    assert groups and all(Path(g).is_dir() for g in groups)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("not the grader's")
+    os.symlink(victim, tmp_path / "grade-4194303-forged")   # a name that looks like a dead grader's: a link
+    with sandbox.Workspace(sandbox.Limits(), parent=str(tmp_path)) as live:  # this process's: alive
+        gone = sandbox.sweep_leftovers(min_age=0, roots=[tmp_path])
+        assert os.path.ismount(live) and live.is_dir()
+    assert left in gone and not os.path.ismount(left) and not Path(left).exists()
+    assert all(g in gone and not Path(g).exists() for g in groups), (groups, gone)
+    assert (victim / "keep.txt").read_text() == "not the grader's"
+    assert sandbox.sweep_leftovers(min_age=0, roots=[tmp_path]) == []

@@ -27,7 +27,7 @@ from .parallel import grade_parallel, start_workers
 from .pipeline import (QuestionScore, Result, Submission, check_ok, failing_tests, grade_one,  # noqa: F401
                        nbgrader_api, prepare_environment, read_notebook, scores, stage,
                        write_atomically)
-from .sandbox import Limits, warn_if_unsandboxed
+from .sandbox import Limits, sweep_leftovers, warn_if_unsandboxed
 
 __all__ = [
     "REPO", "Submission", "Problem", "QuestionScore", "Result", "Ledger",
@@ -244,6 +244,10 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
     workdir.mkdir(parents=True, exist_ok=True)
     limits = Limits.from_config(load_config(workdir))
     warn_if_unsandboxed()
+    swept = sweep_leftovers()
+    if swept:
+        print(f"removed {len(swept)} workspace(s) and cgroup(s) left on this machine by grading processes that "
+              "were killed", flush=True)
     ledger = Ledger(workdir)
     done: dict[int, Result] = {}
     todo: list[int] = []

@@ -29,9 +29,11 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -570,7 +572,8 @@ class Workspace:
 
     def __init__(self, limits: "Limits | None" = None, prefix: str = "grade-", parent: str | None = None):
         self.limits = limits or Limits()
-        self.path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+        # the grader's pid in the name: what a grader that was killed leaves is found (:func:`sweep_leftovers`)
+        self.path = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent))
         self.bounded = False
 
     def __enter__(self) -> Path:
@@ -586,6 +589,76 @@ class Workspace:
             if libc.umount2(str(self.path).encode(), 0) != 0:
                 libc.umount2(str(self.path).encode(), 2)  # MNT_DETACH: a process still holds a file
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- leftovers of dead graders
+
+#: the workspaces this module makes (:class:`Workspace`'s prefixes), named ``<prefix><grader's pid>-<random>``
+WORKSPACE_PREFIXES = ("grade-", "confirm-", "course-zygote-", "sandbox-report-")
+_LEFTOVER = re.compile(r"^(?:%s)(\d+)-[A-Za-z0-9_]+$" % "|".join(re.escape(p) for p in WORKSPACE_PREFIXES))
+MNT_DETACH, UMOUNT_NOFOLLOW = 2, 8
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        pass
+    return True
+
+
+def sweep_leftovers(min_age: float = 120.0, roots: list[Path] | None = None, cgroups: list[Path] | None = None) -> list[str]:
+    """Remove what graders that died (killed, out of memory) left on this machine; returns what went.
+
+    A grader removes its workspaces and cgroups when a run ends, and at its own end; one that is killed
+    cannot. Its bounded workspaces stay mounted (each a tmpfs holding what a submission wrote, in the
+    machine's memory) and its cgroups stay. A workspace's name carries its grader's pid: one whose
+    grader is gone, a folder of this user (not a link), is unmounted and removed. A cgroup of this
+    course with no process in it, made more than ``min_age`` seconds ago (a live grader fills its
+    cgroup right after making it), is removed; the kernel refuses to remove one that has a process.
+    """
+    gone = []
+    roots = roots if roots is not None else sorted({Path(tempfile.gettempdir()), Path("/var/tmp")})
+    for root in roots:
+        try:
+            names = os.listdir(root)
+        except OSError:
+            continue
+        for name in names:
+            m = _LEFTOVER.match(name)
+            if not m or _alive(int(m.group(1))):
+                continue
+            path = root / name
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+                continue
+            if os.geteuid() == 0:
+                _libc().umount2(str(path).encode(), MNT_DETACH | UMOUNT_NOFOLLOW)
+            shutil.rmtree(path, ignore_errors=True)
+            gone.append(str(path))
+    if cgroups is None:
+        cgroups = [CGROUP_ROOT_V1 / "memory" / "course-grading", CGROUP_ROOT_V1 / "pids" / "course-grading",
+                   CGROUP_ROOT_V1 / "course-grading"]
+    now = time.time()
+    for parent in cgroups:
+        try:
+            children = [parent / n for n in os.listdir(parent) if re.fullmatch(r"[0-9a-f]{12}", n)]
+        except OSError:
+            continue
+        for d in children:
+            try:
+                if now - d.stat().st_mtime < min_age or (d / "cgroup.procs").read_text().strip():
+                    continue
+                d.rmdir()
+                gone.append(str(d))
+            except OSError:
+                continue
+    return gone
 
 
 # --------------------------------------------------------------------------- bounded results
