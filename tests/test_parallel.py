@@ -190,4 +190,17 @@ def test_grading_on_a_dask_cluster_retries_a_dead_worker_and_flags_a_killer(tmp_
     assert results["bob"].ok and results["bob"].auto_score == 8      # its first worker died; retried
     assert results["cat"].auto_score == 2 and results["dan"].auto_score == 0, {k: (r.ok, r.auto_score, r.error, r.flags) for k, r in results.items()}
     assert not any(r.recorded for r in results.values()), "a private-folder worker claimed to have recorded"
+    assert all(r.started > 0 for r in results.values() if r.ok), "a worker's result came back without its start time"
+
+
+def test_the_bench_says_when_the_first_submission_began_and_the_last_ended():
+    from instructor.grading import bench
+    from instructor.grading.pipeline import Result
+
+    results = [Result("a", "x", ok=True, started=105.0, seconds=20.0), Result("b", "x", ok=True, started=103.5,
+                                                                             seconds=30.0),
+               Result("c", "x", ok=False)]   # never began (a broken file): not counted
+    line = bench.edges(results, start=100.0, end=140.0)
+    assert line == "the first submission began 3.5 s after the start, the last ended 6.5 s before the end", line
+    assert bench.edges([Result("c", "x", ok=False)], 0.0, 1.0) == "no submission was graded"
 

@@ -124,11 +124,23 @@ def plain_nbgrader(incoming: Path, work: Path) -> float:
 
 def pipeline(incoming: Path, work: Path, jobs: int) -> tuple[float, list[course.Result]]:
     subs, _ = course.collect_submissions(incoming)
-    meter, t0 = CpuMeter().start(), time.perf_counter()
+    meter, t0, start = CpuMeter().start(), time.perf_counter(), time.time()
     results = course.grade(subs, work, jobs=jobs, progress=True)
     wall = time.perf_counter() - t0
-    print(f"grade --jobs {jobs}: {wall:.0f} s, {meter.stop()}", flush=True)
+    print(f"grade --jobs {jobs}: {wall:.0f} s, {meter.stop()}; {edges(results, start, start + wall)}", flush=True)
     return wall, results
+
+
+def edges(results: list[course.Result], start: float, end: float) -> str:
+    """When the first submission's grading began after the batch started (the grading process's setup
+    and, with workers, their start: each starts its pre-started sandbox first; one at a time, the one
+    sandbox starts within the first submission), and how long before the batch's end the last one
+    finished (the workers' end)."""
+    spans = [(r.started, r.started + r.seconds) for r in results if r.started]
+    if not spans:
+        return "no submission was graded"
+    return (f"the first submission began {min(s for s, _ in spans) - start:.1f} s after the start, "
+            f"the last ended {end - max(e for _, e in spans):.1f} s before the end")
 
 
 PHASES = ("confirm", "kernel start", "answer cells", "test cells", "bookkeeping", "feedback")

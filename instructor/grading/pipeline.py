@@ -342,6 +342,7 @@ class Result:
     executed: dict = field(default_factory=dict)   # notebook name -> executed notebook (JSON), from a worker
     recorded: bool = False                         # a worker recorded it in the course's gradebook itself
     phases: dict = field(default_factory=dict)     # where the seconds went (see :func:`_add_phase`)
+    started: float = 0.0                           # when its grading began (time.time(), on its worker)
 
     @property
     def auto_score(self) -> float:
@@ -373,6 +374,7 @@ def grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback
     lower of the two verdicts per test cell into the gradebook."""
     from .confirm import confirm  # imports torch and the hidden checks: only when grading
 
+    res.started = time.time()
     staged = workdir / "submitted" / sub.student / sub.assignment
     deadline = time.monotonic() + limits.wall_seconds
     space = contextlib.ExitStack()
