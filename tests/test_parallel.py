@@ -131,8 +131,10 @@ def test_an_interrupted_batch_resumes_without_grading_anything_twice(tmp_path, j
     env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
     cmd = [sys.executable, "-m", "autograder", "grade", str(incoming), "--workdir", str(work / "course"),
            "--out", str(work), "--no-progress", "--jobs", str(jobs)]
+    # returns only once every process holding its output has ended: with --jobs 2 its workers (and the
+    # fork server they came from) must die with the grading process, not live on
     killed = subprocess.run(cmd, cwd=REPO, env=dict(env, COURSE_GRADING_STOP_AFTER="2"), capture_output=True,
-                            text=True, timeout=900)
+                            text=True, timeout=300)
     assert killed.returncode == 137, killed.stdout[-2000:] + killed.stderr[-2000:]
     assert not (work / "grades.csv").exists()  # never half-written
     ledger = __import__("json").loads((work / "course" / "grading-ledger.json").read_text())

@@ -139,8 +139,9 @@ def edges(results: list[course.Result], start: float, end: float) -> str:
     spans = [(r.started, r.started + r.seconds) for r in results if r.started]
     if not spans:
         return "no submission was graded"
-    return (f"the first submission began {min(s for s, _ in spans) - start:.1f} s after the start, "
-            f"the last ended {end - max(e for _, e in spans):.1f} s before the end")
+    # each submission's own span is timed inside the batch's: a difference below zero is rounding
+    first, last = max(0.0, min(s for s, _ in spans) - start), max(0.0, end - max(e for _, e in spans))
+    return f"the first submission began {first:.1f} s after the start, the last ended {last:.1f} s before the end"
 
 
 PHASES = ("confirm", "kernel start", "answer cells", "test cells", "bookkeeping", "feedback")

@@ -22,6 +22,7 @@ instead of tried forever.
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import shutil
 import sys
@@ -30,7 +31,6 @@ import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-import multiprocessing
 from multiprocessing import forkserver, get_context
 from pathlib import Path
 
@@ -266,8 +266,8 @@ def worker_context():
     """How workers start: forked from a server that has imported :data:`WORKER_PRELOAD` (multiprocessing's
     ``forkserver``, started with this process's first workers and kept for its later ones), or spawned
     where there is no fork server. Spawned, every worker imported them itself, all at the start of a
-    batch: ``--jobs 2`` workers were ready 6.8-7.2 s after the batch began, forked 4.6-5.8 s
-    (README, "How fast")."""
+    batch: the first submissions of ``--jobs 2`` began 6.7-7.8 s after the batch did; forked, 5.7-5.8 s
+    (4.6-5.7 s when the server was already running; README, "How fast")."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return get_context("spawn")
     ctx = get_context("forkserver")
@@ -292,7 +292,8 @@ def start_workers(workers: int, limits=None) -> ProcessPoolExecutor:
     sandbox (:mod:`.zygote`) before its first submission — while the grading process is still preparing
     the batch, when :func:`.course.grade` starts them first."""
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=worker_context(), initializer=_worker_init,
-                               initargs=(None if limits is None else dict(limits.__dict__), dict(os.environ), os.getpid()))
+                               initargs=(None if limits is None else dict(limits.__dict__), dict(os.environ),
+                                         os.getpid()))
     for _ in range(workers):   # a process is started per task submitted while none is idle
         pool.submit(os.getpid)
     return pool

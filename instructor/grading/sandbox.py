@@ -609,7 +609,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def sweep_leftovers(min_age: float = 120.0, roots: list[Path] | None = None, cgroups: list[Path] | None = None) -> list[str]:
+def sweep_leftovers(min_age: float = 120.0, roots: list[Path] | None = None,
+                    cgroups: list[Path] | None = None) -> list[str]:
     """Remove what graders that died (killed, out of memory) left on this machine; returns what went.
 
     A grader removes its workspaces and cgroups when a run ends, and at its own end; one that is killed
