@@ -375,10 +375,12 @@ def test_what_a_killed_grader_left_is_swept_and_a_live_graders_is_kept(tmp_path)
 
     out = subprocess.run([sys.executable, "-c", _KILLED_GRADER, str(tmp_path)], cwd=sandbox.REPO, capture_output=True,
                          text=True, timeout=120)
+    assert out.returncode == 137 and out.stdout.strip(), out.stderr[-2000:]
     left, *groups = out.stdout.split()
     # without the sweep it stays: mounted, the submission's bytes in it, its cgroups made
     assert os.path.ismount(left) and (Path(left) / "answer.bin").exists(), out.stderr[-2000:]
-    assert groups and all(Path(g).is_dir() for g in groups)
+    if sandbox.status()["cgroup"]:   # a root without cgroups (some containers) has none to leave
+        assert groups and all(Path(g).is_dir() for g in groups), groups
     victim = tmp_path / "victim"
     victim.mkdir()
     (victim / "keep.txt").write_text("not the grader's")
