@@ -45,20 +45,17 @@ def main(argv=None) -> int:
                           dashboard_address=None) as cluster, Client(cluster) as client:
             # The first batch on a fresh cluster also pays its workers' start (imports, pre-started
             # sandboxes); --remote-first swaps the order of the two Dask runs.
-            def shared_run():
+            def timed(folder: str, shared_disk: bool):
+                """One Dask batch; ``shared_disk=False``: as workers on other machines (bytes in, a
+                private folder, recorded here)."""
                 t0 = time.perf_counter()
-                out = course.grade(subs, root / "dask", progress=False, scheduler=client)
-                return out, time.perf_counter() - t0
-
-            def remote_run():  # as workers on other machines: bytes in, a private folder, recorded here
-                t0 = time.perf_counter()
-                out = course.grade(subs, root / "remote", progress=False, scheduler=client, shared_disk=False)
+                out = course.grade(subs, root / folder, progress=False, scheduler=client, shared_disk=shared_disk)
                 return out, time.perf_counter() - t0
 
             if args.remote_first:
-                (by_remote, remote), (by_dask, dask) = remote_run(), shared_run()
+                (by_remote, remote), (by_dask, dask) = timed("remote", False), timed("dask", True)
             else:
-                (by_dask, dask), (by_remote, remote) = shared_run(), remote_run()
+                (by_dask, dask), (by_remote, remote) = timed("dask", True), timed("remote", False)
     scores = [{(r.student, r.assignment): r.auto_score for r in rs} for rs in (by_jobs, by_dask, by_remote)]
     same = scores[0] == scores[1] == scores[2]
     print(f"{n} notebooks: --jobs {args.workers} {jobs:.0f} s ({60 * n / jobs:.1f}/min), "

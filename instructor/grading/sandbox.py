@@ -47,6 +47,7 @@ REPO = Path(__file__).resolve().parents[2]
 STUDENT_PACKAGE = REPO / "autograder"
 KERNEL_NAME = "course-sandbox"
 CGROUP_ROOT_V1 = Path("/sys/fs/cgroup")
+CGROUP_PARENT = "course-grading"   # every sandbox's cgroup is a child of this one, named by 12 hex digits
 GIB = 1 << 30
 
 
@@ -174,7 +175,7 @@ class Cgroup:
 
     def __init__(self, limits: Limits, kind: str | None):
         self.kind, self.dirs = kind, []
-        name = f"course-grading/{uuid.uuid4().hex[:12]}"
+        name = f"{CGROUP_PARENT}/{uuid.uuid4().hex[:12]}"
         try:
             if kind == "v1":
                 mem, pids = CGROUP_ROOT_V1 / "memory" / name, CGROUP_ROOT_V1 / "pids" / name
@@ -184,7 +185,7 @@ class Cgroup:
                 (mem / "memory.limit_in_bytes").write_text(str(limits.memory_bytes))
                 (pids / "pids.max").write_text(str(limits.processes))
             elif kind == "v2":
-                parent = CGROUP_ROOT_V1 / "course-grading"
+                parent = CGROUP_ROOT_V1 / CGROUP_PARENT
                 parent.mkdir(exist_ok=True)
                 (CGROUP_ROOT_V1 / "cgroup.subtree_control").write_text("+memory +pids")
                 (parent / "cgroup.subtree_control").write_text("+memory +pids")
@@ -643,8 +644,8 @@ def sweep_leftovers(min_age: float = 120.0, roots: list[Path] | None = None,
             shutil.rmtree(path, ignore_errors=True)
             gone.append(str(path))
     if cgroups is None:
-        cgroups = [CGROUP_ROOT_V1 / "memory" / "course-grading", CGROUP_ROOT_V1 / "pids" / "course-grading",
-                   CGROUP_ROOT_V1 / "course-grading"]
+        cgroups = [CGROUP_ROOT_V1 / "memory" / CGROUP_PARENT, CGROUP_ROOT_V1 / "pids" / CGROUP_PARENT,
+                   CGROUP_ROOT_V1 / CGROUP_PARENT]   # v1's two hierarchies, v2's one
     now = time.time()
     for parent in cgroups:
         try:
