@@ -102,6 +102,72 @@ def test_formula_in_assignment_and_feedback_is_neutralised(tmp_path):
     assert _read(tmp_path / "gradescope-sum.csv")[1] == ["dave", "dave", "", "1"]
 
 
+#: Cells a spreadsheet may take for a formula although they do not start with = + - @ tab CR: OWASP's
+#: characters after leading whitespace, a line feed, invisible characters, and fullwidth twins.
+HIDDEN_FORMULAS = [" =2+5", "\n=HYPERLINK(\"http://x\")", "\r\n+1+1", "  \t@SUM(1)", "\u3000-2+3",
+                   "\u200b=1+1", "\ufeff=1", "\uff1d1+1", "\uff0bcmd", "\u00a0=1", "\x0b=1", "\n"]
+
+
+def _formula_for_a_spreadsheet(cell: str) -> bool:
+    """Written independently of the course's check: what a spreadsheet that skips leading whitespace
+    and zero-width characters would still run (OWASP's list and the fullwidth twins)."""
+    if cell[:1] in ("\t", "\r", "\n"):
+        return True
+    rest = cell.lstrip(" \t\r\n\x0b\x0c\u00a0\u3000\u200b\ufeff")
+    return rest[:1] in ("=", "+", "-", "@", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+@pytest.mark.parametrize("text", HIDDEN_FORMULAS)
+def test_csv_cell_neutralises_a_formula_after_whitespace_or_in_fullwidth(text):
+    assert course.csv_cell(text) == "'" + text
+    assert course.formula_like(text)
+
+
+@pytest.mark.parametrize("text", ["alice", "a=b", " plain words", "1-2", "", "O'Brien", "email@example.org"])
+def test_csv_cell_leaves_plain_text_alone(text):
+    assert course.csv_cell(text) == text
+
+
+def test_numbers_stay_numbers_and_text_that_looks_negative_does_not():
+    assert [course.csv_cell(v) for v in (-1, -2.5, 0, 3.0, 1.5, 12.34)] == ["-1", "-2.5", "0", "3", "1.5", "12.34"]
+    assert course.csv_cell("-1") == "'-1"         # a student id is text, even one that reads as a number
+    assert course.csv_cell(float("-inf")) == "'-inf"   # not a finite number: text, neutralised
+
+
+def test_every_file_the_course_writes_neutralises_hidden_formulas(tmp_path):
+    """grades.csv, grades_by_question.csv and all three LMS files: every student id, assignment name
+    and message that hides a formula gets its apostrophe; no cell of any file is a formula."""
+    rs = [_ok(text, A1 if i % 2 else text.strip() + "x", [(1, 2)], flags=[text]) for i, text in enumerate(HIDDEN_FORMULAS)]
+    rs.append(Result("eve", A1, False, error="\n=cmd|' /C calc'!A0"))
+    course.write_csv(rs, tmp_path)
+    export.export_results(rs, tmp_path, ["canvas,moodle,gradescope"])
+    files = sorted(tmp_path.glob("*.csv"))
+    assert {p.name for p in files} >= {"grades.csv", "grades_by_question.csv", "canvas.csv", "moodle.csv"}
+    assert any(p.name.startswith("gradescope-") for p in files)
+    cells = [(p.name, c) for p in files for row in _read(p) for c in row]
+    assert [(name, c) for name, c in cells if _formula_for_a_spreadsheet(c)] == []
+    written = {c for _, c in cells}
+    for text in HIDDEN_FORMULAS:
+        assert "'" + text in written, f"{text!r} was not written neutralised"
+    assert "'error: \n=cmd|' /C calc'!A0" not in written  # the status starts with "error: ": not a formula
+    assert "error: \n=cmd|' /C calc'!A0" in written
+
+
+def test_a_negative_score_is_a_number_in_every_file(tmp_path):
+    """A late penalty can take a score below zero: grades.csv, grades_by_question.csv and the LMS
+    files write it as the number it is, not as neutralised text."""
+    rs = [_ok("neg", A1, [(-1.5, 2), (0, 3)])]
+    course.write_csv(rs, tmp_path)
+    export.export_results(rs, tmp_path, ["canvas,moodle,gradescope"])
+    [row] = list(csv.DictReader((tmp_path / "grades.csv").open()))
+    assert (row["auto_score"], row["auto_max"]) == ("-1.5", "5")
+    by_q = list(csv.DictReader((tmp_path / "grades_by_question.csv").open()))
+    assert [r["score"] for r in by_q] == ["-1.5", "0"]
+    assert _read(tmp_path / "canvas.csv")[2][-1] == "-1.5"
+    assert _read(tmp_path / "moodle.csv")[1][1] == "-1.5"
+    assert _read(tmp_path / f"gradescope-{A1}.csv")[1][-1] == "-1.5"
+
+
 def test_formats_parse_and_cli_option():
     assert export.parse_formats(["canvas,moodle", "gradescope", "Canvas"]) == ["canvas", "moodle", "gradescope"]
     with pytest.raises(ValueError):

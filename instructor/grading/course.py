@@ -407,17 +407,56 @@ class Ledger:
         write_atomically(self.path, json.dumps(self.data, indent=1, default=str))
 
 
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+#: Characters that make a spreadsheet read a cell as a formula (OWASP, "CSV Injection": ``=``, ``+``,
+#: ``-``, ``@``), with their fullwidth and small-form twins, which Excel's East Asian input and
+#: LibreOffice's autocorrection turn into the ASCII ones.
+FORMULA_CHARS = frozenset("=+-@\uff1d\uff0b\uff0d\uff20\ufe66\ufe62\ufe63\ufe6b")
+#: The cells a spreadsheet may run: each starts with one of these (kept for callers; see :func:`formula_like`).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
+
+
+def _skipped_before_formula(ch: str) -> bool:
+    """A character a spreadsheet may skip before reading a formula: whitespace (spaces, line feeds,
+    no-break and ideographic spaces), control characters and invisible format characters (zero-width
+    space, byte-order mark)."""
+    import unicodedata
+
+    return ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zs", "Zl", "Zp")
+
+
+def formula_like(text: str) -> bool:
+    """True when a spreadsheet could take ``text`` for a formula: it starts with a control character
+    (OWASP: tab, carriage return; line feed and the others too), or its first character after
+    whitespace and invisible characters is ``=``, ``+``, ``-``, ``@`` or a fullwidth/small-form twin
+    (``" =1+2"``, ``"\\n=HYPERLINK(...)"``, ``"\uff1dcmd"``)."""
+    import unicodedata
+
+    if not text:
+        return False
+    if unicodedata.category(text[0]) == "Cc":
+        return True
+    for ch in text:
+        if not _skipped_before_formula(ch):
+            return ch in FORMULA_CHARS
+    return False
 
 
 def csv_cell(value) -> str:
-    """A CSV cell a spreadsheet will not run: text that begins like a formula (OWASP's list: ``=``,
-    ``+``, ``-``, ``@``, tab, carriage return) gets a leading apostrophe. Numbers the course writes
-    itself are left as they are."""
-    if isinstance(value, (int, float)):
-        return f"{value:g}" if isinstance(value, float) else str(value)
-    text = str(value)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+    """A CSV cell a spreadsheet will not run: text that :func:`formula_like` finds (OWASP's list and
+    the same after leading whitespace, line feeds or invisible characters, and fullwidth twins) gets a
+    leading apostrophe. Numbers the course writes itself (an ``int`` or a finite ``float``, also a
+    negative score) are written as numbers, never prefixed; a number passed as text is text."""
+    import math
+    import numbers
+
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real) and math.isfinite(float(value)):
+        return f"{float(value):.12g}"
+    text = "" if value is None else str(value)
+    return "'" + text if formula_like(text) else text
 
 
 class SafeWriter:
@@ -446,18 +485,19 @@ def write_csv(results: list[Result], dest_dir: Path, problems: list[Problem] = (
         w.writerow(["student", "assignment", "status", "auto_score", "auto_max", "manual_pending",
                     "autograde_seconds", "confirm_seconds", "flags", "integrity"])
         for r in results:
+            # numbers as numbers (csv_cell never prefixes one, a negative score included), text as text
             w.writerow([r.student, r.assignment, "graded" if r.ok else "error: " + r.error,
-                        f"{r.auto_score:g}", f"{r.auto_max:g}", f"{r.manual_pending:g}", f"{r.seconds:.1f}",
-                        f"{r.confirm_seconds:.1f}", " | ".join(r.flags), " | ".join(r.integrity)])
+                        r.auto_score, r.auto_max, r.manual_pending, round(r.seconds, 1),
+                        round(r.confirm_seconds, 1), " | ".join(r.flags), " | ".join(r.integrity)])
         for (student, assignment), why in sorted(skipped.items()):
-            w.writerow([student, assignment, "not graded: " + " | ".join(why), "0", "", "", "", "", "", ""])
+            w.writerow([student, assignment, "not graded: " + " | ".join(why), 0, "", "", "", "", "", ""])
     with (tmp_by_q := by_q.with_name(".grades_by_question.csv.tmp")).open("w", newline="") as f:
         w = SafeWriter(f)
         w.writerow(["student", "assignment", "question", "kind", "score", "max_score"])
         for r in results:
             for q in r.questions:
                 w.writerow([r.student, r.assignment, q.grade_id, q.kind,
-                            "" if q.score is None else f"{q.score:g}", f"{q.max_score:g}"])
+                            "" if q.score is None else q.score, q.max_score])
     os.replace(tmp_totals, totals)  # never half-written: a rename is atomic
     os.replace(tmp_by_q, by_q)
     return totals, by_q

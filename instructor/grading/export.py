@@ -2,8 +2,10 @@
 
 Three formats, each in the column layout its LMS documents for importing grades from a CSV file.
 Every file is written through :class:`course.SafeWriter`, so a student id or a message that starts
-like a spreadsheet formula (``=``, ``+``, ``-``, ``@``, tab, CR) gets a leading apostrophe: the
-LMS then sees the apostrophe too (it will not match a roster entry), which is the safe failure.
+like a spreadsheet formula (``=``, ``+``, ``-``, ``@``, their fullwidth twins, also after leading
+spaces, line feeds or invisible characters; or tab, CR, LF: :func:`course.formula_like`) gets a
+leading apostrophe: the LMS then sees the apostrophe too (it will not match a roster entry), which is
+the safe failure. Scores are written as numbers (a negative one stays a number).
 
 ``canvas`` -> ``canvas.csv``
     Canvas's gradebook import (Canvas Instructor Guide, "How do I import grades in the
