@@ -40,12 +40,14 @@ import html as _html
 import re
 
 import bleach
+import nh3
 from bleach._vendor import html5lib  # the parser bleach itself uses (html5lib, pinned with bleach)
 from bleach.css_sanitizer import CSSSanitizer
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool
 
-__all__ = ["ALLOWED_TAGS", "clean_html", "is_inert", "inert_markdown", "inert_output", "InertNotebook"]
+__all__ = ["ALLOWED_TAGS", "FEEDBACK_CSP", "clean_html", "clean_fragment", "clean_page", "is_inert", "inert_markdown",
+           "inert_output", "InertNotebook"]
 
 ALLOWED_TAGS = frozenset({
     "a", "abbr", "acronym", "b", "blockquote", "br", "caption", "cite", "code", "col", "colgroup", "dd",
@@ -243,6 +245,25 @@ _OUTPUT_KEYS = {"display_data": ("output_type", "data", "metadata"),
 _META_KEYS = {"width", "height", "needs_background", "unconfined", "alt"}
 
 
+def _meta_value(key: str, value):
+    """An output metadata value as it may reach the template, or None (dropped). nbconvert's classic
+    template writes ``width``/``height`` into the ``<img>`` tag unquoted (``width=1 onload=...`` would
+    be an event handler): they stay only as plain numbers."""
+    if key in ("width", "height"):
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, int) or (isinstance(value, float) and value == value and abs(value) != float("inf")):
+            return value if 0 <= value < 100000 else None
+        if isinstance(value, str) and re.fullmatch(r"\d{1,5}", value.strip()):
+            return int(value.strip())
+        return None
+    if key in ("needs_background",):
+        return value if isinstance(value, str) and value in ("light", "dark") else None
+    if key == "unconfined":
+        return value if isinstance(value, bool) else None
+    return value if isinstance(value, str) else None  # alt: the template escapes it
+
+
 def _is_base64(value) -> bool:
     return isinstance(value, str) and bool(_B64.fullmatch(value))
 
@@ -287,7 +308,8 @@ def inert_output(output):
         data["text/plain"] = f"[output removed by the grader: {', '.join(sorted(dropped))}]"
     output["data"] = data
     meta = output.get("metadata", {})
-    output["metadata"] = {m: {k: v for k, v in md.items() if k in _META_KEYS and isinstance(v, (bool, int, float, str))}
+    output["metadata"] = {m: {k: v for k, v in ((k, _meta_value(k, v)) for k, v in md.items() if k in _META_KEYS)
+                              if v is not None}
                           for m, md in (meta.items() if isinstance(meta, dict) else [])
                           if m in data and isinstance(md, dict)}
     return output
@@ -322,3 +344,80 @@ class InertNotebook(Preprocessor):
         elif cell.cell_type == "code":
             cell.outputs = [o for o in (inert_output(out) for out in cell.get("outputs", [])) if o is not None]
         return cell, resources
+
+
+# --------------------------------------------------------------------------- the assembled page
+
+#: The feedback page's policy (a ``<meta>``, the first thing in its ``<head>``: it is a file, no server
+#: sends it headers). Nothing runs and nothing loads: no script at all (the page ships none), images
+#: only as ``data:`` URIs, styles only the page's own inline ones, no frames, plugins, forms or ``<base>``.
+FEEDBACK_CSP = ("default-src 'none'; script-src 'none'; object-src 'none'; frame-src 'none'; child-src 'none'; "
+                "base-uri 'none'; form-action 'none'; img-src data:; font-src data:; style-src 'unsafe-inline'")
+#: Elements removed with everything inside them (no text of a script or a stylesheet on the page).
+PAGE_DROPPED = frozenset({"script", "style", "template", "noscript", "iframe", "object", "embed", "noembed",
+                          "noframes", "xmp", "textarea", "title", "svg", "math", "select", "plaintext"})
+#: The page's tags: the cells' allow-list, the template's ``<main>``, and for formgrader the grading
+#: widgets its template puts in the cells (score boxes, buttons, comment boxes).
+PAGE_TAGS = ALLOWED_TAGS | {"main"}
+WIDGET_TAGS = PAGE_TAGS | {"button", "textarea"}
+_PAGE_ATTRIBUTES = {"class", "title", "id", "name", "align", "style", "href", "src", "alt", "width", "height",
+                    "colspan", "rowspan", "border", "span", "start", "type", "checked", "disabled"}
+_ID = re.compile(r"\S{1,300}")  # the serializer quotes it; an id runs nothing
+_WIDGET_STYLE = re.compile(r"\s*width\s*:\s*\d{1,3}(\.\d{1,2})?(em|px)\s*;?\s*", re.I)
+
+
+def _page_attribute(tag: str, name: str, value: str, widgets: bool) -> bool:
+    if name == "id":  # nbconvert's heading anchors and page containers (#notebook-container)
+        return bool(_ID.fullmatch(value))
+    if name == "name":  # nbgrader's <a name="grade_id"> targets of the page's table of contents
+        return tag == "a" and bool(_ID.fullmatch(value))
+    if widgets and tag in ("input", "button", "textarea"):
+        if name == "class":
+            return True
+        if tag == "input":
+            return ((name == "type" and value.strip().lower() in ("number", "checkbox"))
+                    or (name == "style" and bool(_WIDGET_STYLE.fullmatch(value))) or name in ("checked", "disabled"))
+        return tag == "button" and name == "type" and value.strip().lower() == "button"
+    return _allow_attribute(tag, name, value)
+
+
+def _nh3_rules(widgets: bool) -> dict:
+    def keep(tag, name, value):
+        return value if _page_attribute(tag, name, value, widgets) else None
+
+    return dict(tags=set(WIDGET_TAGS if widgets else PAGE_TAGS),
+                clean_content_tags=set(PAGE_DROPPED - (WIDGET_TAGS if widgets else PAGE_TAGS)),
+                attributes={"*": set(_PAGE_ATTRIBUTES)}, attribute_filter=keep, strip_comments=True,
+                link_rel=None, url_schemes={"http", "https", "mailto", "data"})
+
+
+def clean_fragment(html: str, *, widgets: bool = False) -> str:
+    """``html`` (any amount of a page: several cells together) through Ammonia (``nh3``), a parser-based
+    sanitizer, with the course's allow-list. What comes out is a serialized tree: every element it
+    opens it closes, so nothing after it on the page can become part of a tag it began (an unclosed
+    comment, attribute or element in one cell cannot reach into the next)."""
+    return nh3.clean(html, **_nh3_rules(widgets))
+
+
+def _head_styles(page: str) -> tuple[str, list[str]]:
+    """The template's ``<title>`` text and ``<style>`` sheets: what comes before the first ``<body``,
+    which is the template's own (a notebook's content is rendered inside the body)."""
+    end = page.lower().find("<body")
+    doc = html5lib.parse(page[:end] if end >= 0 else "", treebuilder="etree", namespaceHTMLElements=False)
+    title = next(("".join(t.itertext()) for t in doc.iter("title")), "")
+    sheets = ["".join(s.itertext()) for s in doc.iter("style")]
+    return title, [css for css in sheets if "</" not in css]  # no way out of the <style> it goes back into
+
+
+def clean_page(page: str, *, csp: str = FEEDBACK_CSP) -> str:
+    """The whole rendered page made safe: the body (everything nbconvert wrote: the template's
+    markup and every cell together) through :func:`clean_fragment`; the head rebuilt from the
+    template's title and stylesheets, with ``csp`` as a ``<meta>`` policy before anything else.
+    No ``<script>`` survives (MathJax's included: math shows as its TeX source)."""
+    title, sheets = _head_styles(page)
+    body = clean_fragment(page)
+    policy = _html.escape(csp, quote=False).replace('"', "&quot;")
+    styles = "".join(f'<style type="text/css">\n{css}\n</style>\n' for css in sheets)
+    return ('<!DOCTYPE html>\n<html>\n<head>\n<meta charset="utf-8" />\n'
+            f'<meta http-equiv="Content-Security-Policy" content="{policy}" />\n'
+            f"<title>{_html.escape(title)}</title>\n{styles}</head>\n<body>\n{body}\n</body>\n</html>\n")
