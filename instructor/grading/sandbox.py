@@ -390,7 +390,7 @@ def sandbox_env(scratch: Path, env: dict | None = None) -> dict:
 
 def bwrap_argv(scratch: Path, command: list[str], *, extra_ro: list[Path] = (), extra_rw: list[Path] = (),
                env: dict | None = None, uid: int | None = None, tmp_bytes: int | None = None,
-               tmp_dir: Path | None = None, keep_caps: tuple[str, ...] = ()) -> list[str]:
+               keep_caps: tuple[str, ...] = ()) -> list[str]:
     """The bubblewrap command line that runs ``command`` in ``scratch``.
 
     As root: privileged bubblewrap, every namespace but the user one, then :func:`_drop_to` the host
@@ -407,11 +407,10 @@ def bwrap_argv(scratch: Path, command: list[str], *, extra_ro: list[Path] = (), 
     else:
         argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--unshare-user",
                 "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"]
-    argv += ["--clearenv", "--proc", "/proc", "--dev", "/dev"]
-    if tmp_dir is None:
-        argv += ["--perms", "1777", "--size", str(int(tmp_bytes or Limits().disk_bytes)), "--tmpfs", "/tmp"]
-    else:  # a folder the grader wipes (the pre-started sandbox: /tmp outlives one run)
-        argv += ["--bind", str(tmp_dir), "/tmp"]
+    # /tmp: a sized tmpfs of this sandbox, never a host folder (the pre-started sandbox empties it between
+    # submissions from inside); /dev/mqueue: the IPC namespace's POSIX queues, so that they can be listed
+    argv += ["--clearenv", "--proc", "/proc", "--dev", "/dev", "--mqueue", "/dev/mqueue",
+             "--perms", "1777", "--size", str(int(tmp_bytes or Limits().disk_bytes)), "--tmpfs", "/tmp"]
     system = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
     for p in system:
         if os.path.lexists(p):
@@ -508,6 +507,7 @@ def run(command: list[str], scratch: Path, *, limits: Limits | None = None, wall
 
     def pre():
         os.setsid()
+        _new_session_keyring()
         if cgroup is not None and cgroup.active:
             cgroup.enter()
         apply_rlimits(limits, cgroup is not None and cgroup.active)
@@ -544,13 +544,87 @@ def run(command: list[str], scratch: Path, *, limits: Limits | None = None, wall
 
 
 def give_to(folder: Path, uid: int) -> None:
-    """Hand ``folder`` and what the grader put in it to the sandbox's host uid (grading as root)."""
-    for root, dirs, files in os.walk(folder):
-        for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+    """Hand ``folder`` and what the grader put in it to the sandbox's host uid (grading as root).
+
+    Root never acts here by path: the folder is opened with ``O_NOFOLLOW``, every entry below it is
+    reached through its parent's file descriptor (``dir_fd``, ``O_NOFOLLOW|O_DIRECTORY``) and changed
+    with ``follow_symlinks=False``, so a folder swapped for a link while the walk runs (a process of
+    the submission, racing it) stops the walk there instead of leading it onto the host. Only what
+    root owns is handed over (what the grader wrote; a run cannot make a root-owned file), and never a
+    file with a second hard link (one that names a file elsewhere)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        st = os.fstat(fd)
+        if st.st_uid == 0:
+            os.fchown(fd, uid, uid)
+        _give_below(fd, uid, depth=0)
+    finally:
+        os.close(fd)
+
+
+def _give_below(dir_fd: int, uid: int, depth: int) -> None:
+    if depth > 64:
+        return
+    try:
+        names = os.listdir(dir_fd)
+    except OSError:
+        return
+    for name in names:
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode):
             try:
-                os.lchown(name, uid, uid)
+                sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            except OSError:  # swapped for a link (or gone) since it was listed: not followed
+                continue
+            try:
+                sst = os.fstat(sub)
+                if sst.st_uid == 0:
+                    os.fchown(sub, uid, uid)
+                _give_below(sub, uid, depth + 1)
+            finally:
+                os.close(sub)
+        elif st.st_uid == 0 and st.st_nlink == 1 and not stat.S_ISLNK(st.st_mode):
+            try:
+                os.chown(name, uid, uid, dir_fd=dir_fd, follow_symlinks=False)
             except OSError:
                 pass
+
+
+#: what a uid's processes leave in the kernel's keyrings outlives them (keyrings are per uid, in no
+#: namespace): cleared, as that uid, when a submission's workspace opens and closes (the pre-started
+#: sandbox clears them itself)
+_KEYRING_CLEANER = Path(__file__).resolve().with_name("zygote_server.py")
+
+
+def clear_keyrings(uid: int) -> bool:
+    """Empty the user, user-session and persistent keyrings of host ``uid`` (a sandbox's) as that uid."""
+    if os.geteuid() != 0:
+        return False
+    argv = _drop_to(uid, [sys.executable, "-I", "-S", str(_KEYRING_CLEANER), "--clear-keyrings"])
+    try:
+        return subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=30, cwd="/", preexec_fn=_new_session_keyring).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _new_session_keyring() -> None:
+    """In a child before exec: a session keyring of its own, not the grader's (which every sandboxed
+    run would share, and could leave keys in for the next one)."""
+    try:
+        import ctypes
+
+        number = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
+        if number is not None:
+            ctypes.CDLL(None, use_errno=True).syscall(number, ctypes.c_long(1), None)  # KEYCTL_JOIN_SESSION_KEYRING
+    except Exception:  # noqa: BLE001 - best effort: the per-submission clear still runs
+        pass
 
 
 # --------------------------------------------------------------------------- bounded disk
@@ -571,14 +645,17 @@ class Workspace:
     tmpfs either way). ``with Workspace(limits) as path: ...``; ``.bounded`` says which it was.
     """
 
-    def __init__(self, limits: "Limits | None" = None, prefix: str = "grade-", parent: str | None = None):
+    def __init__(self, limits: "Limits | None" = None, prefix: str = "grade-", parent: str | None = None,
+                 clear_keys: bool = True):
         self.limits = limits or Limits()
+        self.clear_keys = clear_keys
         # the grader's pid in the name: what a grader that was killed leaves is found (:func:`sweep_leftovers`)
         self.path = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent))
         self.bounded = False
 
     def __enter__(self) -> Path:
         os.chmod(self.path, 0o755)
+        self._clear_keys()
         if can_bound_disk():
             opts = f"size={max(1 << 20, int(self.limits.disk_bytes))},mode=0755".encode()
             self.bounded = _libc().mount(b"tmpfs", str(self.path).encode(), b"tmpfs", 2 | 4, opts) == 0  # nosuid, nodev
@@ -589,7 +666,12 @@ class Workspace:
             libc = _libc()
             if libc.umount2(str(self.path).encode(), 0) != 0:
                 libc.umount2(str(self.path).encode(), 2)  # MNT_DETACH: a process still holds a file
-        shutil.rmtree(self.path, ignore_errors=True)
+        shutil.rmtree(self.path, ignore_errors=True)  # by file descriptor (Linux): links inside are not followed
+        self._clear_keys()
+
+    def _clear_keys(self) -> None:
+        if drops_privileges() and self.clear_keys:
+            clear_keyrings(sandbox_uid(self.limits))
 
 
 # --------------------------------------------------------------------------- leftovers of dead graders
@@ -787,6 +869,7 @@ def kernel_main(connection_file: str) -> None:
         except OSError:
             pass
     apply_rlimits(limits, bool(cg))
+    _new_session_keyring()
     kernel = [sys.executable, "-m", *kernel_argv(connection_file)]
     env = {}
     verdicts = os.environ.get("COURSE_VERDICTS")

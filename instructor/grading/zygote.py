@@ -10,14 +10,19 @@ What keeps submissions apart when they share one sandbox, one after the other:
 * **one submission at a time** per sandbox: :meth:`Zygote.submission` gives it a folder of its own
   (root-owned; its scratch folders handed to the sandbox uid) and, when it ends, everything goes —
   every process the runs started (``kill(-1)`` inside the sandbox's PID namespace), POSIX and System V
-  shared memory, its folder, the sandbox's ``/tmp`` (a folder of the area the grader wipes);
+  shared memory, POSIX message queues, the runs' uid's kernel keyrings, the runs' files in the sandbox's
+  ``/tmp`` (a tmpfs of the sandbox: emptied from inside, as the runs' uid, never by root on the host), then
+  its folder; whatever is still there after that (:meth:`Zygote.reset`) costs a new sandbox;
 * **after every run** the same kill: a daemon from the confirmation run does not live on into the
   kernel's run;
 * the server is not dumpable (no ptrace, no ``/proc/PID/mem`` from a run as the same uid), talks to
   the grader over an inherited socket pair (nothing a run could replace), and a run that kills it
   only costs a restart (the next run starts a new one);
-* the disk bound covers the whole area (one submission at a time: the same bound as before), the
-  cgroup's memory bound covers the server and its run, a run's CPU time is its own (``RLIMIT_CPU``).
+* root never walks a folder a run could write while a process of it lives: each run's folder is handed
+  over after the clean-up (by file descriptor, :func:`.sandbox.give_to`), the submission's folder removed
+  after the reset;
+* the disk bound covers the whole area (one submission at a time: the same bound as before) and the
+  sandbox's ``/tmp`` has a bound of its own, the cgroup's memory bound covers the server and its run, a run's CPU time is its own (``RLIMIT_CPU``).
 
 Used when grading as root with privileged bubblewrap and a bounded disk (what ``make test`` and CI
 have); elsewhere, and with ``COURSE_ZYGOTE=off`` or ``c.Sandbox.zygote = False``, each run starts its
@@ -171,6 +176,8 @@ class Zygote:
         self.start_seconds: list[float] = []  # how long each start took (until the server had imported torch)
         self.in_submission = False
         self.info: dict = {}
+        self.left: list[str] = []       # what the last reset found still there (then: a new sandbox)
+        self.restarts_for_leftovers = 0
 
     # ------------------------------------------------------------------ life
     @property
@@ -186,13 +193,6 @@ class Zygote:
         self.area = self._space.__enter__()
         for name in ("bin", "home"):
             (self.area / name).mkdir(mode=0o755, exist_ok=True)
-        self._fresh_tmp()
-
-    def _fresh_tmp(self) -> None:
-        tmp = self.area / "tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
-        os.chmod(tmp, 0o1777)
 
     def start(self) -> None:
         """Start the server (and wait until it has imported what every run needs)."""
@@ -208,12 +208,13 @@ class Zygote:
         self.cgroup = sandbox.Cgroup(memory, sandbox.status()["cgroup"])
         argv = sandbox.bwrap_argv(self.area, [sandbox.python(), str(self.area / "bin" / SERVER.name), str(theirs.fileno()),
                                               str(self.uid)],
-                                  uid=sandbox.server_uid(self.limits), tmp_dir=self.area / "tmp",
+                                  uid=sandbox.server_uid(self.limits), tmp_bytes=self.limits.disk_bytes,
                                   env={"HOME": str(self.area / "home")}, keep_caps=KEEP_CAPS)
         cgroup = self.cgroup
 
         def pre():
             os.setsid()
+            sandbox._new_session_keyring()
             if cgroup.active:
                 cgroup.enter()
             sandbox.apply_rlimits(self.limits, cgroup.active)
@@ -290,6 +291,7 @@ class Zygote:
                     child._ended(int(ev.get("status", -9)))
                     self._children.pop(child.id, None)
                 elif kind == "clean":
+                    self.left = [str(x) for x in ev.get("left", [])][:50]
                     self._cleaned.set()
         # the server ended (a run killed it, or it was stopped): every run of it ended with it
         if self.proc is proc:
@@ -322,17 +324,31 @@ class Zygote:
             sandbox.use_kernel_launcher(None)
             _local.active = None
             self.in_submission = False
-            self.clean()
+            # first every process of the submission ends (and its /tmp, IPC objects and keys go): only
+            # then does anything touch its folder, and by file descriptor (links inside are not followed)
+            self.reset()
             shutil.rmtree(folder, ignore_errors=True)
-            self._fresh_tmp()
 
     def clean(self) -> None:
         """Kill every process a run left in the sandbox; drop its shared memory."""
+        self._ask("clean")
+
+    def reset(self) -> None:
+        """A submission ended: everything it left in the sandbox goes (processes, ``/tmp``, shared memory,
+        message queues, System V IPC, its uid's keys); if anything is still there, this sandbox is
+        stopped and the next submission gets a new one."""
+        self._ask("reset")
+        if self.left and self.alive:
+            self.restarts_for_leftovers += 1
+            self.stop()
+
+    def _ask(self, op: str) -> None:
         if not self.alive:
             return
         self._cleaned.clear()
+        self.left = []
         try:
-            self._request({"op": "clean"})
+            self._request({"op": op})
         except (OSError, ZygoteError):
             self.stop()
             return
@@ -364,6 +380,7 @@ class Zygote:
         """Like :func:`.sandbox.run` for ``python script args`` in ``scratch``, as a fork of the server."""
         t0 = time.monotonic()
         scratch = Path(scratch)
+        self.clean()  # nothing of an earlier run is alive while root hands the folder over
         os.chmod(scratch, 0o777)
         sandbox.give_to(scratch, self.uid)
         ooms = self.oom_kills()
@@ -394,12 +411,14 @@ class Zygote:
         with the settings :func:`.sandbox.kernel_main` reads from the grader's environment."""
         scratch = Path(os.environ["COURSE_SANDBOX_SCRATCH"])
         rundir = Path(os.environ["COURSE_SANDBOX_RUN"])
+        # A restart (a cell that ended the kernel, a timeout, exit()): what the old kernel left (a daemon
+        # racing the walk below, swapping a folder for a link) is killed before root touches its folders.
+        self.clean()
         for path in (scratch, rundir):
             sandbox.give_to(path, self.uid)
         env = {}
         if os.environ.get("COURSE_VERDICTS"):
             env["COURSE_VERDICTS"] = os.environ["COURSE_VERDICTS"]
-        self.clean()
         argv = sandbox.kernel_argv(connection_file)
         log = rundir / "kernel.log"
         return self.spawn(argv[0], argv, scratch, env=env, module=True, stdout=log, stderr=log)

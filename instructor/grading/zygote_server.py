@@ -9,6 +9,7 @@ It imports nothing from ``instructor`` (that folder is not visible in the sandbo
 this one file into the sandbox's area and runs it as a script::
 
     python zygote_server.py FD UID
+    python -I -S zygote_server.py --clear-keyrings     (as a runs' uid: what ``sandbox`` runs per submission)
 
 ``FD`` is one end of a socket pair the grader kept the other end of; nothing else can reach this
 process (no socket file a submission could replace). ``UID`` is the host uid every run drops to
@@ -19,7 +20,10 @@ before anything else: not this server's own, so a run cannot signal it. Requests
   later ``{"ev": "exited", "id": N, "status": S}`` (a return code; ``-signal`` when killed);
 * ``{"op": "signal", "id": N, "sig": S}`` -> the child's process group gets the signal;
 * ``{"op": "clean"}`` -> every other process of the sandbox is killed (whatever a run left behind:
-  daemons, double forks), POSIX shared memory and System V IPC objects removed -> ``{"ev": "clean"}``.
+  daemons, double forks), POSIX shared memory and System V IPC objects removed -> ``{"ev": "clean"}``;
+* ``{"op": "reset"}`` (a submission ended) -> the same, and the runs' files in the sandbox's own ``/tmp``,
+  POSIX message queues and the runs' uid's kernel keyrings too -> ``{"ev": "clean", "left": [...]}``,
+  what is still there (the grader then starts a new sandbox).
 
 Between two runs nothing of the earlier run is left but its files (the grader wipes those): a
 child is never a parent of the next one. The server runs as a uid of its own with CAP_SETUID,
@@ -136,6 +140,7 @@ def _child(req: dict, keep: set[int], uid: int) -> None:
     try:
         drop_to(uid)  # before anything else: a run never has this server's uid (it could signal it)
         os.setsid()
+        new_session_keyring()  # not the server's: no key a run adds there is seen by the next run
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_DFL if sig != signal.SIGINT else signal.default_int_handler)
@@ -205,9 +210,67 @@ def _kill_everything_else() -> None:
             return
 
 
-#: where a run may leave something for the next one outside its files
+#: where a run may leave something for the next one outside its files (``/dev/mqueue``: bubblewrap
+#: mounts the IPC namespace's own message-queue file system there, so POSIX queues can be listed)
 IPC_DIRS = ("/dev/shm", "/dev/mqueue")
 SYSV_IPC = {"shm": "shmctl", "msg": "msgctl", "sem": "semctl"}  # /proc/sysvipc/KIND -> its libc call
+#: the kernel keyrings that outlive a process: per uid (user, user-session, persistent), not namespaced
+SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}
+KEY_SPEC_SESSION, KEY_SPEC_USER, KEY_SPEC_USER_SESSION = -3, -4, -5
+KEYCTL_JOIN_SESSION, KEYCTL_SETPERM, KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT = 1, 5, 7, 22
+
+
+def _keyctl(*args) -> int:
+    import ctypes
+
+    number = SYS_KEYCTL.get(os.uname().machine)
+    if number is None:
+        return -1
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.syscall(number, *[ctypes.c_long(a) if isinstance(a, int) else a for a in args])
+
+
+def new_session_keyring() -> None:
+    """This process (and what it starts) gets a new, empty session keyring: not the one of the process
+    that started it, which every run would otherwise share (and could leave keys in)."""
+    _keyctl(KEYCTL_JOIN_SESSION, None)
+
+
+def clear_keyrings() -> None:
+    """Empty this uid's keyrings that outlive its processes (user, user-session, persistent) and this
+    process's session keyring. A run may have taken the permission to clear away (``keyctl setperm``):
+    their owner may always set it back."""
+    for spec in (KEY_SPEC_USER, KEY_SPEC_USER_SESSION, KEY_SPEC_SESSION):
+        _keyctl(KEYCTL_SETPERM, spec, 0x3F3F0000)
+        _keyctl(KEYCTL_CLEAR, spec)
+    persistent = _keyctl(KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_SESSION)
+    if persistent > 0:
+        _keyctl(KEYCTL_SETPERM, persistent, 0x3F3F0000)
+        _keyctl(KEYCTL_CLEAR, persistent)
+        _keyctl(KEYCTL_CLEAR, KEY_SPEC_SESSION)
+    # Keys left in a session keyring of a run that ended are unreachable, but still listed (their
+    # descriptions readable) until the kernel's collector takes them, a second or two later: wait for it.
+    deadline = time.monotonic() + 5
+    while own_keys(os.getuid()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def own_keys(uid: int) -> list[str]:
+    """Keys of ``uid`` this process can see that are not empty keyrings (``/proc/keys``)."""
+    out = []
+    try:
+        lines = open("/proc/keys").read().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        parts = line.split(None, 8)
+        if len(parts) < 9 or parts[5] != str(uid):
+            continue
+        kind, desc = parts[7], parts[8]
+        if kind == "keyring" and desc.rstrip().endswith(": empty"):
+            continue
+        out.append(f"{kind} {desc.strip()}")
+    return out
 
 
 def _ipc_objects() -> tuple[list[str], list[tuple[str, int]]]:
@@ -229,19 +292,49 @@ def _ipc_objects() -> tuple[list[str], list[tuple[str, int]]]:
     return paths, ids
 
 
-def _clean_ipc() -> None:
-    """Remove what a run may leave for the next one outside its files: /dev/shm and System V IPC."""
-    import shutil
+def _tmp_entries(uid: int) -> list[str]:
+    """What ``uid`` left in the sandbox's own ``/tmp`` (a tmpfs of this sandbox: not the mount points
+    bubblewrap made there, which are root's, nor what this server keeps there)."""
+    out = []
+    try:
+        top = os.lstat("/tmp")
+        names = os.listdir("/tmp")
+    except OSError:
+        return out
+    for name in names:
+        path = os.path.join("/tmp", name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if st.st_dev == top.st_dev and st.st_uid == uid:
+            out.append(path)
+    return out
 
+
+def _remove(path: str) -> None:
+    import shutil
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    try:
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(path, ignore_errors=True)  # by file descriptor: links inside are removed, not followed
+        else:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def _clean_ipc() -> None:
+    """Remove what a run may leave for the next one outside its files: /dev/shm, POSIX message queues
+    and System V IPC."""
     paths, ids = _ipc_objects()
     for path in paths:
-        try:
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                os.unlink(path)
-        except OSError:
-            pass
+        _remove(path)
     try:
         import ctypes
 
@@ -252,20 +345,69 @@ def _clean_ipc() -> None:
         pass
 
 
+def leftovers(uid: int) -> list[str]:
+    """Everything of ``uid`` that would reach the next submission: processes, files in ``/tmp``,
+    shared memory, message queues, System V IPC objects, keys. (Empty after :func:`_reset`.)"""
+    me = os.getpid()
+    left = [f"process {p}" for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me, os.getppid())]
+    left += _tmp_entries(uid)
+    paths, ids = _ipc_objects()
+    left += paths + [f"System V {kind} {ident}" for kind, ident in ids]
+    left += [f"key {k}" for k in own_keys(uid)]
+    return left
+
+
+def _as_runs(uid: int, work) -> list[str]:
+    """``work(uid)`` in a fork dropped to the runs' uid (they own what is to be removed); what it
+    returns (a list of strings) comes back over a pipe."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            drop_to(uid)
+            out = work(uid) or []
+            os.write(w, json.dumps(out).encode()[:60000])
+        finally:
+            os._exit(0)
+    os.close(w)
+    data = b""
+    while True:
+        chunk = os.read(r, 65536)
+        if not chunk:
+            break
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    try:
+        return list(json.loads(data or b"[]"))
+    except ValueError:
+        return ["the clean-up did not report"]
+
+
 def _clean(uid: int) -> None:
     """After a run: every process it left killed; its shared memory and IPC objects removed (by a
     helper with the runs' uid: they own them)."""
     _kill_everything_else()
     if _ipc_objects() == ([], []):  # nothing to remove: no fork of this (large) server for it
         return
-    pid = os.fork()
-    if pid == 0:
-        try:
-            drop_to(uid)
-            _clean_ipc()
-        finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
+    _as_runs(uid, lambda _: _clean_ipc())
+
+
+def _reset_work(uid: int) -> list[str]:
+    for path in _tmp_entries(uid):
+        _remove(path)
+    _clean_ipc()
+    clear_keyrings()
+    return leftovers(uid)
+
+
+def _reset(uid: int) -> list[str]:
+    """At the end of a submission: everything of it goes (processes, ``/tmp``, shared memory, message
+    queues, System V IPC, the runs' uid's keys); returns what is still there (nothing, or the grader
+    starts a new sandbox)."""
+    _kill_everything_else()
+    return _as_runs(uid, _reset_work)
 
 
 def serve(fd: int, uid: int) -> int:
@@ -340,12 +482,15 @@ def serve(fd: int, uid: int) -> int:
                                 os.kill(pid, int(req["sig"]))
                             except OSError:
                                 pass
-            elif op == "clean":
-                _clean(uid)
+            elif op in ("clean", "reset"):
+                left = _clean(uid) if op == "clean" else _reset(uid)
                 for pid in list(children):
                     _send(sock, {"ev": "exited", "id": children.pop(pid), "status": -signal.SIGKILL})
-                _send(sock, {"ev": "clean"})
+                _send(sock, {"ev": "clean", "left": left or []})
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--clear-keyrings"]:
+        clear_keyrings()
+        sys.exit(0)
     sys.exit(serve(int(sys.argv[1]), int(sys.argv[2])))
