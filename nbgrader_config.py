@@ -82,3 +82,9 @@ c.HTMLExporter.filters = {"clean_html": "instructor.grading.sanitize.clean_html"
 # panel), inside the repository so it needs no root: grading/exchange (ignored by git; `make lab` and
 # `make lab-instructor` create it, writable by every user as nbgrader's exchange must be).
 c.Exchange.root = str(Path(__file__).resolve().parent / "grading" / "exchange")
+# Collect accepts only what the named student handed in (instructor/grading/exchange.py), for
+# `nbgrader collect` and formgrader's Collect button alike: a folder in the exchange's inbound/ made by
+# another account than the student it names, stamped in the future, with an edited timestamp.txt, or
+# holding links is refused and logged as an error naming it (the collect then fails, the others are
+# collected); plain nbgrader collects such a folder with a "cheating attempt?" warning.
+c.ExchangeFactory.collect = "instructor.grading.exchange.CourseExchangeCollect"
