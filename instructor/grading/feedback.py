@@ -19,7 +19,8 @@ import functools
 import html
 import re
 
-__all__ = ["FEEDBACK_CSS", "IMAGE_ALT", "exporter_class", "question_label", "annotate_feedback"]
+__all__ = ["FEEDBACK_CSS", "IMAGE_ALT", "exporter_class", "template_exporter_class", "question_label",
+           "annotate_feedback"]
 
 #: Feedback a student reads at a glance: long lines wrap (the "try next" hint is never cut at the right edge).
 FEEDBACK_CSS = ("<style>/* added by the course's grader */ pre, .output_text pre, .output_error pre, code "
@@ -31,9 +32,21 @@ IMAGE_ALT = "No description has been provided for this image"
 _IMG_WITHOUT_ALT = re.compile(r"<img(?![^>]*\balt\s*=)(?=[\s/>])", re.IGNORECASE)
 
 
-@functools.lru_cache(maxsize=None)
 def exporter_class():
-    """nbconvert's ``HTMLExporter``, rendering without the two costs above (same page, same filters)."""
+    """nbconvert's ``HTMLExporter``, rendering without the two costs above (same page, same filters),
+    the page then made safe (:func:`.sanitize.clean_page`)."""
+    return _classes()[1]
+
+
+def template_exporter_class():
+    """The same exporter without :func:`.sanitize.clean_page`: the template's text exactly, a string
+    put together from the cells and nothing parsed back (formgrader's secured page splits it into
+    the template's part and the notebook's, :func:`.formgrader.secure_submission_page`)."""
+    return _classes()[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _classes():
     from jinja2 import BytecodeCache
     from nbconvert.exporters import HTMLExporter, TemplateExporter
     from nbconvert.exporters.html import WidgetsDataTypeFilter
@@ -57,8 +70,8 @@ def exporter_class():
 
     compiled = InMemory()
 
-    class FeedbackExporter(HTMLExporter):
-        """HTML feedback page: compiled templates reused, no re-parse of the rendered page."""
+    class TemplateOnly(HTMLExporter):
+        """The page as the template writes it: compiled templates reused, no re-parse of the page."""
 
         def _create_environment(self):
             environment = super()._create_environment()
@@ -74,11 +87,18 @@ def exporter_class():
             self.register_filter("filter_data_type", WidgetsDataTypeFilter(
                 notebook_metadata=self._nb_metadata, parent=self, resources=resources))
             page, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+            return _IMG_WITHOUT_ALT.sub(f'<img alt="{IMAGE_ALT}"', page), resources
+
+    class FeedbackExporter(TemplateOnly):
+        """HTML feedback page: :class:`TemplateOnly`'s page, made safe as a whole."""
+
+        def from_notebook_node(self, nb, resources=None, **kw):
+            page, resources = super().from_notebook_node(nb, resources, **kw)
             # the assembled page, not cell by cell: markup a student split across cells (a comment
             # opened in one, closed inside an attribute of the next) forms no tag; no script at all
-            return clean_page(_IMG_WITHOUT_ALT.sub(f'<img alt="{IMAGE_ALT}"', page)), resources
+            return clean_page(page), resources
 
-    return FeedbackExporter
+    return TemplateOnly, FeedbackExporter
 
 
 def question_label(grade_id: str) -> str:

@@ -28,8 +28,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import functools
+import hashlib
+import html
 import json
 import os
+import re
+import secrets
 import sys
 import tempfile
 from pathlib import Path
@@ -166,6 +172,114 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if reply["success"] else 1
 
 
+# --------------------------------------------------------------------------- the submission page
+
+#: formgrader's pages for files in a submission's folder (``/formgrader/submissions/<id>/<file>``, where
+#: a relative link in a student's notebook leads): a sandbox, an opaque origin, no script.
+FILES_CSP = ("sandbox; default-src 'none'; img-src 'self' data:; media-src 'self' data:; "
+             "style-src 'unsafe-inline'; frame-ancestors 'self'")
+_SCRIPT_TAG = re.compile(r"<script\b([^>]*)>(.*?)</script\s*>", re.I | re.S)
+_SRC = re.compile(r"""\ssrc\s*=\s*["']([^"']*)["']""", re.I)
+_HANDLER = re.compile(r'\son[a-z]+\s*=\s*"([^"]*)"', re.I)
+
+
+def submission_policy(nonce: str, handlers: list[str]) -> str:
+    """The submission page's Content-Security-Policy: formgrader's own scripts only (each carries
+    ``nonce``; its ``onclick`` handlers by hash), nothing a student's notebook could add."""
+    hashes = " ".join(sorted({"'sha256-%s'" % base64.b64encode(hashlib.sha256(h.encode()).digest()).decode()
+                              for h in handlers}))
+    return ("default-src 'none'; "
+            f"script-src 'nonce-{nonce}'" + (f" 'unsafe-hashes' {hashes}" if hashes else "") + "; "
+            "style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; "
+            "object-src 'none'; frame-src 'none'; child-src 'none'; base-uri 'none'; form-action 'none'; "
+            "frame-ancestors 'self'")
+
+
+def own_scripts(shell: str, static_prefix: str, nonce: str) -> tuple[str, list[str]]:
+    """formgrader's template text (no student content in it) with ``nonce`` on its scripts: inline
+    ones and those served from ``static_prefix``; any other (MathJax from a CDN) removed. Also the
+    inline event handlers it holds (for the policy's hashes)."""
+    def one(m):
+        attrs, body = m.group(1), m.group(2)
+        src = _SRC.search(attrs)
+        if src and not src.group(1).startswith(static_prefix):
+            return ""
+        if not src and "mathjax" in attrs.lower():
+            return ""  # MathJax's configuration: nothing to configure
+        return f'<script nonce="{nonce}"{attrs}>{body}</script>'
+
+    handlers = [html.unescape(h) for h in _HANDLER.findall(shell)]
+    return _SCRIPT_TAG.sub(one, shell), handlers
+
+
+class UnsafePage(Exception):
+    """The page could not be split into formgrader's template and the notebook: not served."""
+
+
+def secure_submission_page(render, resources: dict, static_prefix: str, *, sanitize: bool = True,
+                           nonce: str | None = None) -> tuple[str, str]:
+    """formgrader's submission page, (HTML, Content-Security-Policy header), in two layers:
+
+    * the notebook part of the page, every cell together, through :func:`.sanitize.clean_fragment`
+      (Ammonia; formgrader's grading widgets allowed, no script, no event handler);
+    * formgrader's own template around it, its scripts given a per-request nonce, and a policy that
+      runs only those: a script the sanitizer let through still does not run in the instructor's
+      session.
+
+    ``render(resources, cells)`` renders formgrader's page as a string put together by the template
+    (nothing parsed back): with ``cells=None`` the submitted notebook between two marker cells, else
+    only the two marker cells ``cells``. The two pages must agree outside the markers (the template's
+    part: no student content in it), else :class:`UnsafePage`. ``resources``' text is HTML-escaped
+    first (nbgrader's templates write it unescaped: a student id, a name). ``sanitize=False`` only for
+    tests of the policy alone."""
+    from .sanitize import clean_fragment
+
+    resources = {k: html.escape(v) if isinstance(v, str) else v for k, v in resources.items()}
+    token = secrets.token_hex(16)
+    first, last = f"course-notebook-begins-{token}", f"course-notebook-ends-{token}"
+    shell = render(dict(resources), (first, last))
+    page = render(dict(resources), None, (first, last))
+    if not all(text.count(m) == 1 for text in (shell, page) for m in (first, last)):
+        raise UnsafePage("formgrader's page does not hold each marker cell once")
+    before, after = shell.split(first)[0], shell.split(last)[1]
+    if page.split(first)[0] != before or page.split(last)[1] != after:
+        raise UnsafePage("formgrader's page around the notebook is not the template's")
+    notebook = page[len(before) + len(first):len(page) - len(after) - len(last)]
+    if sanitize:
+        notebook = clean_fragment(notebook, widgets=True)
+    nonce = nonce or secrets.token_urlsafe(18)
+    before, handlers_before = own_scripts(before, static_prefix, nonce)
+    after, handlers_after = own_scripts(after, static_prefix, nonce)
+    return before + notebook + after, submission_policy(nonce, handlers_before + handlers_after)
+
+
+@functools.lru_cache(maxsize=8)
+def _template_exporter(exporter):
+    """formgrader's exporter (its configuration: template, the course's preprocessors), rendering
+    the template's text as it is (:func:`.feedback.template_exporter_class`)."""
+    from .feedback import template_exporter_class
+
+    return template_exporter_class()(config=exporter.config)
+
+
+def _render_with(exporter, filename: str):
+    """``render`` for :func:`secure_submission_page`: the notebook nbgrader's SubmissionHandler shows."""
+    import nbformat
+
+    def render(resources: dict, cells, markers=None) -> str:
+        raw = nbformat.v4.new_raw_cell
+        if cells is None:
+            nb = nbformat.read(filename, as_version=4)
+            nb.cells = [raw(markers[0]), *nb.cells, raw(markers[1])]
+        else:
+            nb = nbformat.v4.new_notebook(cells=[raw(cells[0]), raw(cells[1])])
+        resources["metadata"] = {"name": Path(filename).stem, "path": str(Path(filename).parent)}
+        page, _ = _template_exporter(exporter).from_notebook_node(nb, resources=resources)
+        return page
+
+    return render
+
+
 # --------------------------------------------------------------------------- the server side
 
 _lock: asyncio.Lock | None = None  # one grading at a time: they share the gradebook and the ledger
@@ -206,7 +320,7 @@ async def run_button(course_root: Path, action: str, assignment: str, student: s
 
 def _handlers():
     """The handler classes, built on nbgrader's (imported only where nbgrader is)."""
-    from nbgrader.server_extensions.formgrader import apihandlers
+    from nbgrader.server_extensions.formgrader import apihandlers, handlers
     from nbgrader.server_extensions.formgrader.base import BaseApiHandler, check_notebook_dir, check_xsrf
     from tornado import web
 
@@ -229,18 +343,58 @@ def _handlers():
     class GenerateAllFeedbackHandler(TrustedButton):
         action = "feedback"
 
+    class SubmissionHandler(handlers.SubmissionHandler):
+        """nbgrader's page for one submitted notebook, rendered by :func:`secure_submission_page`."""
+
+        @property
+        def exporter(self):
+            return _SecuredExporter(self)
+
+    class _SecuredExporter:
+        """What nbgrader's SubmissionHandler calls as ``self.exporter``: the secured page, and the
+        handler's Content-Security-Policy header set to go with it."""
+
+        def __init__(self, handler):
+            self.handler = handler
+
+        def from_filename(self, filename, resources=None, **kw):
+            handler = self.handler
+            render = _render_with(handler.settings["nbgrader_exporter"], filename)
+            try:
+                page, policy = secure_submission_page(render, dict(resources or {}),
+                                                      f"{handler.base_url}/formgrader/static/")
+            except UnsafePage as err:
+                handler.log.error("formgrader: %s: not shown (%s)", filename, err)
+                raise web.HTTPError(500, "this submission's page could not be rendered safely")
+            handler.set_header("Content-Security-Policy", policy)
+            return page, resources
+
+    class SubmissionFilesHandler(handlers.SubmissionFilesHandler):
+        """Files of a submission's folder, in a sandbox (no script, an origin of their own)."""
+
+        @property
+        def content_security_policy(self):
+            return FILES_CSP
+
+        def set_extra_headers(self, path):
+            super().set_extra_headers(path)
+            self.set_header("Content-Security-Policy", FILES_CSP)
+
     return {apihandlers.AutogradeHandler: AutogradeHandler,
             apihandlers.GenerateFeedbackHandler: GenerateFeedbackHandler,
-            apihandlers.GenerateAllFeedbackHandler: GenerateAllFeedbackHandler}
+            apihandlers.GenerateAllFeedbackHandler: GenerateAllFeedbackHandler,
+            handlers.SubmissionHandler: SubmissionHandler,
+            handlers.SubmissionFilesHandler: SubmissionFilesHandler}
 
 
 def routes() -> list[tuple]:
-    """formgrader's URL rules, nbgrader's button handlers replaced by the pipeline's."""
+    """formgrader's URL rules, nbgrader's button handlers replaced by the pipeline's and its
+    submission pages by the secured ones."""
     from nbgrader.server_extensions.formgrader import apihandlers, handlers
     from tornado import web
 
     swap = _handlers()
-    return [*handlers.default_handlers,
+    return [*[(pattern, swap.get(cls, cls), *rest) for pattern, cls, *rest in handlers.default_handlers],
             *[(pattern, swap.get(cls, cls), *rest) for pattern, cls, *rest in apihandlers.default_handlers],
             (r"/formgrader/static/(.*)", web.StaticFileHandler, {"path": handlers.static_path}),
             (r"/formgrader/.*", handlers.Template404)]
