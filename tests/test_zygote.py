@@ -224,7 +224,7 @@ def test_one_attacker_fills_every_channel_and_the_next_submission_finds_each_emp
     uid = sandbox.sandbox_uid(server.limits)
     check = subprocess.run(sandbox._drop_to(uid, [sys.executable, "-I", "-c",
                                                   "print(open('/proc/keys').read())"]),
-                           capture_output=True, text=True, preexec_fn=sandbox._new_session_keyring)
+                           capture_output=True, text=True, preexec_fn=sandbox.new_session_keyring)
     assert "course-leak" not in check.stdout
 
 

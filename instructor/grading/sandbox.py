@@ -507,7 +507,7 @@ def run(command: list[str], scratch: Path, *, limits: Limits | None = None, wall
 
     def pre():
         os.setsid()
-        _new_session_keyring()
+        new_session_keyring()
         if cgroup is not None and cgroup.active:
             cgroup.enter()
         apply_rlimits(limits, cgroup is not None and cgroup.active)
@@ -609,12 +609,12 @@ def clear_keyrings(uid: int) -> bool:
     argv = _drop_to(uid, [sys.executable, "-I", "-S", str(_KEYRING_CLEANER), "--clear-keyrings"])
     try:
         return subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              timeout=30, cwd="/", preexec_fn=_new_session_keyring).returncode == 0
+                              timeout=30, cwd="/", preexec_fn=new_session_keyring).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
 
 
-def _new_session_keyring() -> None:
+def new_session_keyring() -> None:
     """In a child before exec: a session keyring of its own, not the grader's (which every sandboxed
     run would share, and could leave keys in for the next one)."""
     try:
@@ -869,7 +869,7 @@ def kernel_main(connection_file: str) -> None:
         except OSError:
             pass
     apply_rlimits(limits, bool(cg))
-    _new_session_keyring()
+    new_session_keyring()
     kernel = [sys.executable, "-m", *kernel_argv(connection_file)]
     env = {}
     verdicts = os.environ.get("COURSE_VERDICTS")

@@ -214,7 +214,7 @@ class Zygote:
 
         def pre():
             os.setsid()
-            sandbox._new_session_keyring()
+            sandbox.new_session_keyring()
             if cgroup.active:
                 cgroup.enter()
             sandbox.apply_rlimits(self.limits, cgroup.active)
