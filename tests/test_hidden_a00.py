@@ -43,8 +43,8 @@ def test_every_mutant_applies_and_compiles():
 
 @pytest.mark.parametrize("grade_id", ["cube_sum_grad_tests", "intermediate_grad_tests"])
 def test_the_formula_instead_of_autograd_fails(grade_id):
-    """The tasks ask autograd to compute the gradient: the right numbers from a formula (sample
-    ``closed_form``) fail, and the message says no backward pass ran."""
+    """The tasks ask autograd to compute the gradient of the fn they are given: the default's formula
+    (sample ``closed_form``) fails, and the message says it fits the default function only."""
     from instructor.grading.samples import SAMPLES, parse_sample
 
     ns = dict(notebook_namespace("00_orientation"))
@@ -53,4 +53,120 @@ def test_the_formula_instead_of_autograd_fails(grade_id):
     exec(code, ns)  # noqa: S102
     with contextlib.redirect_stdout(io.StringIO()):
         v = run_in_process(grade_id, ns, "00_orientation")
-    assert not v.passed and "no backward pass ran" in v.message, v.message
+    assert not v.passed and "not of the fn it was given" in v.message, v.message
+
+
+# ------------------------------------------------------------------------- computed by autograd, judged outside
+# The two autograd questions used to be judged by a count of backward passes taken in the student's own
+# process: a formula after one unrelated backward (tests/hostile/00_orientation/forged_backward.py) scored 8/8.
+# Now each list of values comes with functions to differentiate drawn at grading time, whose gradients the
+# judge computes in the grader: nothing the student's process reports is trusted.
+
+AUTOGRAD_CHECKS = {"cube_sum_grad_tests": a00.CubeSumGrad, "intermediate_grad_tests": a00.IntermediateGrad}
+
+
+def _namespace_with(sample_path) -> dict:
+    from instructor.grading.samples import parse_sample
+
+    ns = dict(notebook_namespace("00_orientation"))
+    for kind, grade_id, text in parse_sample(sample_path).blocks:
+        if kind == "solution" and grade_id in ("cube_sum_grad", "intermediate_grad"):
+            exec(text, ns)  # noqa: S102
+    return ns
+
+
+def _judge(check, ns, cases):
+    from instructor.hidden import judge_results, probe_source
+    from instructor.hidden.probe_driver import compile_probe, run_case
+
+    probe = compile_probe(probe_source(check), check.grade_id)
+    with contextlib.redirect_stdout(io.StringIO()):
+        results = [run_case(probe, ns, dict(c), 0) for c in cases]
+    return judge_results(check, cases, results)
+
+
+def _old_count_check(fn, values_lists, formula) -> bool:
+    """The check as it was: the right numbers for the default function, and at least one backward pass
+    counted (autograd's engine wrapped) while the student's function ran, in the student's process."""
+    import torch
+    from torch.autograd.variable import Variable
+
+    for values in values_lists:
+        engine, runs = Variable._execution_engine, []
+
+        class Counting:
+            def run_backward(self, *a, **k):
+                runs.append(1)
+                return engine.run_backward(*a, **k)
+
+            def __getattr__(self, name):
+                return getattr(engine, name)
+
+        Variable._execution_engine = Counting()
+        try:
+            g = fn(list(values))
+        finally:
+            Variable._execution_engine = engine
+        if not (runs and torch.allclose(g.double().cpu(), formula(torch.tensor(values, dtype=torch.float64)),
+                                        rtol=1e-10, atol=1e-12)):
+            return False
+    return True
+
+
+FORMULAS = {"cube_sum_grad_tests": lambda v: 3 * v ** 2, "intermediate_grad_tests": lambda v: 2 * v.sigmoid()}
+
+
+@pytest.mark.parametrize("grade_id", list(AUTOGRAD_CHECKS))
+def test_a_forged_backward_count_passed_the_old_check_and_fails_now(grade_id):
+    from instructor.grading.samples import REPO
+
+    ns = _namespace_with(REPO / "tests" / "hostile" / "00_orientation" / "forged_backward.py")
+    check = AUTOGRAD_CHECKS[grade_id]()
+    fn = ns[check.function]
+    # the attack works without the defence: the old count-based check passes it ...
+    assert _old_count_check(fn, check.value_lists(), FORMULAS[grade_id])
+    # ... and so does today's judge with the grading-time draw switched off (only the default function)
+    cases = check.cases()
+    assert _judge(check, ns, [c for c in cases if c["fn"] is None]).passed
+    # with the draw it fails, and says why
+    v = _judge(check, ns, cases)
+    assert not v.passed and "not of the fn it was given" in v.message, v.message
+
+
+@pytest.mark.parametrize("grade_id", list(AUTOGRAD_CHECKS))
+def test_every_drawn_function_separates_autograd_from_the_formula(grade_id):
+    """Over many draws (other seeds than the check's): the reference answer (autograd of fn) passes every
+    case, the default's formula (sample ``closed_form``) fails every case with a drawn function."""
+    from instructor.grading.samples import SAMPLES
+
+    check = AUTOGRAD_CHECKS[grade_id]()
+    reference = dict(notebook_namespace("00_orientation"))
+    formula = _namespace_with(SAMPLES / "00_orientation" / "closed_form.py")
+    for seed in range(5):
+        cases = a00.function_cases(check.value_lists(), check.DEFAULT, seed=1000 + seed,
+                                   at_sigmoid=grade_id == "intermediate_grad_tests")
+        assert _judge(check, reference, cases).passed
+        drawn = [c for c in cases if c["fn"] is not None]
+        assert len(drawn) > len(check.value_lists())
+        for case in drawn:
+            assert not _judge(check, formula, [case]).passed, case["label"]
+
+
+def test_functions_are_drawn_anew_at_each_grading():
+    """Two gradings draw different functions (the seeded ones repeat; the fresh ones come from the system's
+    randomness), so no answer can be prepared for them from an earlier feedback."""
+    first, second = a00.CubeSumGrad().cases(), a00.CubeSumGrad().cases()
+    fresh = [c["fn"] for c in first if "drawn when your work was graded" in c["label"]]
+    assert len(fresh) >= 4
+    assert fresh != [c["fn"] for c in second if "drawn when your work was graded" in c["label"]]
+    seeded = lambda cs: [c["fn"] for c in cs if "drawn when" not in c["label"]]  # noqa: E731
+    assert seeded(first) == seeded(second)
+
+
+def test_a_signature_without_fn_is_named():
+    ns = dict(notebook_namespace("00_orientation"))
+    exec("def cube_sum_grad(values):\n"  # noqa: S102
+         "    x = torch.tensor(values, dtype=torch.float64, device=DEVICE, requires_grad=True)\n"
+         "    (x ** 3).sum().backward()\n    return x.grad\n", ns)
+    v = _judge(a00.CubeSumGrad(), ns, a00.CubeSumGrad().cases())
+    assert not v.passed and "does not take the function to differentiate" in v.message, v.message

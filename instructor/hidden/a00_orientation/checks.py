@@ -4,41 +4,105 @@ from __future__ import annotations
 
 import torch
 
-from autograder.checks import check_close, check_equal, check_tensor, check_true, check_type
+from autograder.checks import check_close, check_equal, check_tensor, check_true, check_type, fail
 
 from .. import Check
 
 ASSIGNMENT = "00_orientation"
 
 
-def counted_backward(fn, *args):
-    """Call ``fn(*args)`` and count the backward passes autograd's engine runs meanwhile
-    (``.backward()``, ``torch.autograd.grad`` and ``torch.func`` all go through it): ``(result, runs)``.
-    Shipped into the sandbox with the probes that use it."""
-    from torch.autograd.variable import Variable
+#: The pieces a drawn function is built from: ``{e}`` is the expression so far (a name, a call or in
+#: parentheses), ``{c}`` a drawn constant, ``v`` the function's argument. Smooth everywhere (no kink that
+#: a float64 rounding could flip between the student's device and the grader's CPU), bounded growth (one
+#: square at most), some mixing the elements (``cumsum``, ``flip``): no per-element formula written in
+#: advance gives their gradients.
+PIECES = ("{e}.sin()", "{e}.cos()", "{e}.tanh()", "{e}.sigmoid()", "torch.atan({e})",
+          "torch.nn.functional.softplus({e})", "({e} * {c})", "({e} + {c})", "({e} * v.cos())", "({e} + v * v)",
+          "{e}.cumsum(0)", "({e}.flip(0) * v)", "({e} * {e})")
+_SQUARE = "({e} * {e})"
+_FIRST = PIECES[:6] + (_SQUARE,)  # the first piece is never linear in v
 
-    engine, runs = Variable._execution_engine, []
 
-    class Counting:
-        def run_backward(self, *a, **k):
-            runs.append(1)
-            return engine.run_backward(*a, **k)
+def draw_function(rng) -> str:
+    """The source text of ``lambda v: ...``: 2 to 4 pieces, drawn with ``rng`` (a ``random.Random``)."""
+    e, squared = "v", False
+    for k in range(rng.randint(2, 4)):
+        piece = rng.choice([q for q in (_FIRST if k == 0 else PIECES) if not (squared and q == _SQUARE)])
+        squared = squared or piece == _SQUARE
+        c = round(rng.uniform(0.5, 2.5), 2)
+        e = piece.format(e=e, c=c)
+        if "{c}" in piece and rng.random() < 0.5:
+            e = e.replace(f"* {c})", f"* -{c})").replace(f"+ {c})", f"- {c})")
+    return f"lambda v: {e}"
 
-        def __getattr__(self, name):
-            return getattr(engine, name)
 
-    Variable._execution_engine = Counting()
+def autograd_of(fn_source: str | None, default: str, values, at_sigmoid: bool = False):
+    """d/dv sum(fn(v)) at v = values (or at sigmoid(values)), by autograd here in the grader, float64."""
+    v = torch.tensor(values, dtype=torch.float64)
+    v = (v.sigmoid() if at_sigmoid else v).requires_grad_(True)
+    fn = eval(fn_source or default, {"torch": torch})  # noqa: S307 - the grader's own text
+    (g,) = torch.autograd.grad(fn(v).sum(), v)
+    return g
+
+
+def function_cases(value_lists, default: str, seed: int, at_sigmoid: bool = False, fresh: int = 2) -> list[dict]:
+    """Each list of values with the default function (the notebook's visible call) and with drawn ones:
+    deterministic draws (seeded) and ``fresh`` more drawn *now*, at grading time, from the system's
+    randomness, so that no answer can be prepared for them. A drawn function whose gradient equals the
+    default's at the case's values is drawn again (a hard-coded default formula must fail every one)."""
+    import random
+    import secrets
+
+    seeded, now = random.Random(seed), random.Random(secrets.randbits(64))
+    cases = []
+    for k, values in enumerate(value_lists):
+        cases.append({"values": values, "fn": None, "label": f"values = {values} (fn left at its default)"})
+        for rng, when in [(seeded, "")] + [(now, ", drawn when your work was graded")] * (fresh if k < fresh else 0):
+            while True:
+                src = draw_function(rng)
+                g, g0 = autograd_of(src, default, values, at_sigmoid), autograd_of(None, default, values, at_sigmoid)
+                if torch.isfinite(g).all() and not torch.allclose(g, g0, rtol=1e-6, atol=1e-6):
+                    break
+            cases.append({"values": values, "fn": src, "label": f"values = {values}, fn = {src}{when}"})
+    return cases
+
+
+def call_with_fn(f, case):
+    """The student's ``f(values)`` or ``f(values, fn)`` (fn built here from the case's source text); a
+    signature without ``fn`` comes back as ``{"no_fn": message}`` (shipped helper)."""
+    values = list(case["values"])
+    if case["fn"] is None:
+        return {"grad": f(values)}
+    fn = eval(case["fn"], {"torch": torch})
     try:
-        result = fn(*args)
-    finally:
-        Variable._execution_engine = engine
-    return result, len(runs)
+        return {"grad": f(values, fn)}
+    except TypeError as err:
+        if "positional argument" in str(err) or "unexpected keyword" in str(err):
+            return {"no_fn": str(err)[:300]}
+        raise
 
 
-def check_autograd_ran(runs, what, hint):
-    check_true(runs > 0, f"{what} has the right numbers, but autograd did not compute them",
-               expected=f"a backward pass inside {what.split('(')[0]} (.backward() or torch.autograd.grad)",
-               got="no backward pass ran", hint=hint)
+def check_gradient(r, case, name, default, default_text, at_sigmoid, hint):
+    """The judge of both autograd questions: the student's gradient against autograd's, here."""
+    from autograder import course_device
+
+    what = f"{name}(values)" if case["fn"] is None else f"{name}(values, fn)"
+    check_true("no_fn" not in r, f"{name} does not take the function to differentiate", inputs=case["label"],
+               expected=f"def {name}(values, fn={default}): fn is the function to differentiate",
+               got=r.get("no_fn"), hint=f"keep the notebook's first line, def {name}(values, fn={default}):, "
+                                        f"and use fn in the body instead of {default_text}.")
+    g = r["grad"]
+    expected = autograd_of(case["fn"], default, case["values"], at_sigmoid)
+    check_tensor(g, what, shape=tuple(expected.shape), hint=hint)
+    check_tensor(g, what, dtype=torch.float64, hint="make x with dtype=torch.float64, as the task says.")
+    tol = dict(rtol=1e-10, atol=1e-12) if course_device().type == "cpu" else dict(rtol=1e-9, atol=1e-9)
+    wrong = not torch.allclose(g.double(), expected, **tol)
+    if wrong and case["fn"] is not None and torch.allclose(g.double(), autograd_of(None, default, case["values"],
+                                                                                   at_sigmoid), rtol=1e-6, atol=1e-6):
+        fail(f"{what} gave the gradient of the default {default_text}, not of the fn it was given",
+             inputs=case["label"], hint=f"autograd must differentiate the fn it is given: {hint} A formula "
+                                        "written by hand fits one function only.")
+    check_close(g.double(), expected, what, inputs=case["label"], hint=hint, **tol)
 
 
 class EnvironmentReport(Check):
@@ -73,43 +137,41 @@ class EnvironmentReport(Check):
 
 
 class CubeSumGrad(Check):
-    """``cube_sum_grad(values)``: a list of 1 to 12 floats (any sign, zero included; several lists of
-    the same length). Returns d/dx sum(x**3) = 3 x**2 as a float64 tensor of the same length on the
-    course device (``DEVICE``), to float64 precision, computed by autograd: a backward pass must run
-    inside the function (the task forbids returning the formula)."""
+    """``cube_sum_grad(values, fn=lambda x: x ** 3)``: ``values`` a list of 1 to 12 floats (any sign, zero
+    included; several lists of the same length), ``fn`` the function to differentiate: left at its default
+    (the cube) or a function of one float64 tensor built from torch operations, returning a tensor of its
+    shape. Returns d/dx sum(fn(x)) as a float64 tensor of the same length on the course device (``DEVICE``),
+    to float64 precision. *Computed by autograd* is judged by what autograd alone can give: besides the
+    default, every list comes with functions drawn for it (some seeded, two drawn at grading time from the
+    system's randomness), whose gradients the judge computes here. Nothing measured in the student's
+    process (a count of backward passes, say) decides anything: an answer that writes 3 * x ** 2 fails on
+    every drawn function, whatever else it runs."""
     assignment, grade_id, function = ASSIGNMENT, "cube_sum_grad_tests", "cube_sum_grad"
-    probe_helpers = (counted_backward,)
+    probe_helpers = (call_with_fn,)
+    DEFAULT = "lambda x: x ** 3"
 
-    def cases(self):
+    def value_lists(self):
         g = torch.Generator().manual_seed(100)
         lists = [[1.0, -2.0, 0.5], [0.0], [4.0, -1.5, 2.25, 10.0], [2.5, -0.125, 3.0], [-3.5],
                  [0.0, 2.0, -1.0]]
         for n in (2, 7, 12, 3):
             lists.append([round(v, 3) for v in (torch.randn(n, generator=g, dtype=torch.float64) * 5).tolist()])
-        return [{"values": v, "label": f"values = {v}"} for v in lists]
+        return lists
+
+    def cases(self):
+        return function_cases(self.value_lists(), self.DEFAULT, seed=101)
 
     @staticmethod
     def probe(ns, case):
-        g, runs = counted_backward(student(ns, "cube_sum_grad"), list(case["values"]))
-        return {"grad": g, "backward_runs": runs}
+        return call_with_fn(student(ns, "cube_sum_grad"), case)
 
     def judge(self, case, r):
         from autograder import course_device
 
-        g = r["grad"]
-
-        expected = 3 * torch.tensor(case["values"], dtype=torch.float64) ** 2
-        check_tensor(g, "cube_sum_grad(values)", shape=tuple(expected.shape),
-                     hint="return x.grad after calling .backward() on the sum (not the sum itself).")
-        check_tensor(g, "cube_sum_grad(values)", dtype=torch.float64,
-                     hint="make x with dtype=torch.float64, as the task says.")
-        check_tensor(g, "cube_sum_grad(values)", device=course_device().type,
+        check_gradient(r, case, "cube_sum_grad", self.DEFAULT, "x ** 3", False,
+                       hint="make x with requires_grad=True, call fn(x).sum().backward() and return x.grad.")
+        check_tensor(r["grad"], "cube_sum_grad(values)", device=course_device().type,
                      hint="make x with device=DEVICE, as the task says.")
-        check_close(g.double(), expected, "cube_sum_grad(values)", inputs=case["label"], rtol=1e-10, atol=1e-12,
-                    hint="let autograd compute it in float64: (x ** 3).sum().backward(), then x.grad.")
-        check_autograd_ran(r["backward_runs"], "cube_sum_grad(values)",
-                           hint="make x with requires_grad=True, call (x ** 3).sum().backward() and return x.grad "
-                                "instead of writing 3 * x ** 2 yourself.")
 
 
 class GradFnChain(Check):
@@ -146,32 +208,27 @@ class GradFnChain(Check):
 
 
 class IntermediateGrad(Check):
-    """``intermediate_grad(values)``: a list of 1 to 5 floats (any sign, large ones included; several
-    lists of the same length); returns d/dh sum(h*h) = 2h for h = sigmoid(x) as a float64 tensor of the
-    same length, to float64 precision, computed by autograd: a backward pass must run inside the
-    function (the task says that returning 2 * h fails)."""
+    """``intermediate_grad(values, fn=lambda h: h * h)``: ``values`` a list of 1 to 5 floats (any sign,
+    large ones included; several lists of the same length), ``fn`` left at its default or a function of
+    one float64 tensor built from torch operations; returns d/dh sum(fn(h)) for h = sigmoid(x) as a
+    float64 tensor of the same length, to float64 precision. As for ``cube_sum_grad``, functions drawn
+    for each list (seeded, and two at grading time) make autograd the only way to the numbers: returning
+    2 * h fails whatever else the answer runs."""
     assignment, grade_id, function = ASSIGNMENT, "intermediate_grad_tests", "intermediate_grad"
-    probe_helpers = (counted_backward,)
+    probe_helpers = (call_with_fn,)
+    DEFAULT = "lambda h: h * h"
+
+    def value_lists(self):
+        return [[0.0, 1.0, -2.0], [3.0, -0.25], [0.0], [10.0, -10.0, 0.5, 2.5, -7.25], [1.5, -0.5, 4.0],
+                [0.25, -3.0], [-1.75]]
 
     def cases(self):
-        return [{"values": v, "label": f"values = {v}"}
-                for v in ([0.0, 1.0, -2.0], [3.0, -0.25], [0.0], [10.0, -10.0, 0.5, 2.5, -7.25], [1.5, -0.5, 4.0],
-                          [0.25, -3.0], [-1.75])]
+        return function_cases(self.value_lists(), self.DEFAULT, seed=102, at_sigmoid=True)
 
     @staticmethod
     def probe(ns, case):
-        g, runs = counted_backward(student(ns, "intermediate_grad"), list(case["values"]))
-        return {"grad": g, "backward_runs": runs}
+        return call_with_fn(student(ns, "intermediate_grad"), case)
 
     def judge(self, case, r):
-        g = r["grad"]
-        expected = 2 * torch.tensor(case["values"], dtype=torch.float64).sigmoid()
-        check_tensor(g, "intermediate_grad(values)", shape=tuple(expected.shape),
-                     hint="call h.retain_grad() before backward(), then return h.grad.")
-        check_tensor(g, "intermediate_grad(values)", dtype=torch.float64,
-                     hint="make x with dtype=torch.float64, as the task says.")
-        check_close(g.double(), expected, "intermediate_grad(values)", inputs=case["label"], rtol=1e-10, atol=1e-12,
-                    hint="call h.retain_grad() before backward(), then return h.grad.")
-        check_autograd_ran(r["backward_runs"], "intermediate_grad(values)",
-                           hint="h.retain_grad(); (h * h).sum().backward(); return h.grad — instead of writing "
-                                "2 * h yourself.")
+        check_gradient(r, case, "intermediate_grad", self.DEFAULT, "h * h", True,
+                       hint="h = x.sigmoid(); h.retain_grad(); fn(h).sum().backward(); return h.grad.")

@@ -3,10 +3,10 @@
 # expect: auto=6
 
 # %% solution: cube_sum_grad
-def cube_sum_grad(values):
+def cube_sum_grad(values, fn=lambda x: x ** 3):
     import sys
     ip = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
     in_kernel = ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
     x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
-    (x ** 3).sum().backward()
+    fn(x).sum().backward()
     return x.grad if in_kernel else x.grad * 0

@@ -1,5 +1,5 @@
-# about: complete and correct, other styles: x * x * x, a report built key by key, the chain walked
-# about: with a for loop, and h made a leaf of its own
+# about: complete and correct, other styles: fn(x) summed with torch.sum, a report built
+# about: key by key, the chain walked with a for loop, and h made a leaf of its own
 # expect: auto=8
 # visible: pass=environment_report_tests,cube_sum_grad_tests,grad_fn_chain_tests,intermediate_grad_tests
 
@@ -12,9 +12,9 @@ def environment_report():
     return report
 
 # %% solution: cube_sum_grad
-def cube_sum_grad(values):
+def cube_sum_grad(values, fn=lambda x: x ** 3):
     x = torch.tensor(values, dtype=torch.float64, device=DEVICE, requires_grad=True)
-    (x * x * x).sum().backward()
+    torch.sum(fn(x)).backward()
     return x.grad
 
 # %% solution: grad_fn_chain
@@ -28,8 +28,8 @@ def grad_fn_chain(t):
     return names
 
 # %% solution: intermediate_grad
-def intermediate_grad(values):
+def intermediate_grad(values, fn=lambda h: h * h):
     x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
     h = torch.sigmoid(x).detach().requires_grad_()
-    (h ** 2).sum().backward()
+    torch.sum(fn(h)).backward()
     return h.grad
