@@ -68,6 +68,13 @@ def _table(results: list[course.Result], per_block: int = 7) -> str:
     return "\n".join(out)
 
 
+def _failed_line(r: course.Result) -> str:
+    """``error: STUDENT/ASSIGNMENT: grading failed: WHY`` — the reason's first line, then the last lines
+    of the failing process's error output (bounded by the pipeline), indented."""
+    first, *rest = (r.error or "no reason was recorded").splitlines() or [""]
+    return "\n".join([f"error: {r.student}/{r.assignment}: grading failed: {first}"] + [f"    {l}" for l in rest])
+
+
 def cmd_release(args) -> int:
     t0 = time.perf_counter()
     written = course.release(args.assignments or None)
@@ -78,13 +85,18 @@ def cmd_release(args) -> int:
 
 
 def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: bool = True, jobs: int = 1,
-                      force: bool = False, scheduler: str | None = None, exports: list[str] = ()) -> int:
+                      force: bool = False, scheduler: str | None = None, exports: list[str] = (),
+                      keep: list | None = None) -> int:
+    """Grade, write grades.csv (and the exports), print the report; the exit status. ``keep``: a list
+    that receives the results."""
     _print_problems(problems)
     if not subs:
         print("error: nothing to grade", file=sys.stderr)
         return 1
     t0 = time.perf_counter()
     results = course.grade(subs, workdir, progress=progress, jobs=jobs, force=force, scheduler=scheduler)
+    if keep is not None:
+        keep.extend(results)
     totals, by_q = course.write_csv(results, outdir, problems)
     exported = export.export_results(results, outdir, exports, problems)
     print(_table(results))
@@ -106,7 +118,7 @@ def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: boo
               "was confirmed outside the student's kernel")
     failed = [r for r in results if not r.ok]
     for r in failed:
-        print(f"error: {r.student}/{r.assignment}: grading failed: {r.error}", file=sys.stderr)
+        print(_failed_line(r), file=sys.stderr)
     times = sorted(r.seconds for r in results)
     if times:
         def pct(q):
@@ -224,7 +236,8 @@ def cmd_selfgrade(args) -> int:
                 print("\r" + " " * 40 + "\r", end="")
         print(f"graded in {time.monotonic() - t0:.0f} s", flush=True)
         if not res.ok:
-            print(f"error: {path}: grading failed: {res.error}", file=sys.stderr)
+            first, *rest = (res.error or "no reason was recorded").splitlines() or [""]
+            print("\n".join([f"error: {path}: grading failed: {first}"] + [f"    {l}" for l in rest]), file=sys.stderr)
             return 1
         failures = dict(f for nbp in res.autograded for f in course.failing_tests(nbp))
         print()
@@ -262,13 +275,17 @@ DEMO = [
 ]
 
 
-def _demo_submissions(incoming: Path, full: bool, students: list[str] | None) -> int:
+def _demo_submissions(incoming: Path, full: bool, students: list[str] | None) -> list:
+    """Write the demo's samples under ``incoming``; return them (:class:`.samples.Sample`, with their
+    ``# expect:`` lines)."""
     import nbformat
 
-    from .samples import materialize_samples, parse_sample, build_notebook
+    from .samples import build_notebook, load_samples, materialize_samples, parse_sample
 
     if full or students:
-        return materialize_samples(incoming, students=students)
+        materialize_samples(incoming, students=students)
+        return [s for s in load_samples() if not students or s.student in students]
+    chosen = []
     for folder, assignment, student, why in DEMO:
         sample = parse_sample(REPO / "tests" / folder / assignment / f"{student}.py")
         name, nb = build_notebook(sample)
@@ -276,7 +293,31 @@ def _demo_submissions(incoming: Path, full: bool, students: list[str] | None) ->
         dest.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, dest / name)
         print(f"  {student}/{assignment}: {why} (expected {sample.expect_auto:g})")
-    return len(DEMO)
+        chosen.append(sample)
+    return chosen
+
+
+def demo_mismatches(chosen: list, results: list[course.Result]) -> list[str]:
+    """One line per sample whose grading differs from its ``# expect:`` line (its total, or a question it
+    names), was not graded, or failed (with the first line of the reason)."""
+    by_key = {(r.student, r.assignment): r for r in results}
+    out = []
+    for s in chosen:
+        r = by_key.get((s.student, s.assignment))
+        who = f"{s.student}/{s.assignment}"
+        if r is None:
+            out.append(f"{who}: expected {s.expect_auto:g}, not graded (see the errors above)")
+        elif not r.ok:
+            out.append(f"{who}: expected {s.expect_auto:g}, grading failed: {(r.error or '?').splitlines()[0]}")
+        elif r.auto_score != s.expect_auto:
+            out.append(f"{who}: expected {s.expect_auto:g}, got {r.auto_score:g}")
+        else:
+            got = {q.grade_id: q.score for q in r.questions}
+            wrong = [f"{gid} expected {want:g}, got {'none' if got.get(gid) is None else format(got[gid], 'g')}"
+                     for gid, want in s.expect_questions.items() if got.get(gid) != want]
+            if wrong:
+                out.append(f"{who}: " + "; ".join(wrong))
+    return out
 
 
 def cmd_demo(args) -> int:
@@ -294,19 +335,32 @@ def cmd_demo(args) -> int:
     marker.write_text("made by python -m autograder demo; deleted and rebuilt by the next demo\n")
     incoming, course_dir = workdir / "incoming", Path(args.course).resolve()
     print(f"== 1/3 submissions: {'every sample' if args.full else 'a handful of samples'} -> {incoming}")
-    n = _demo_submissions(incoming, args.full, args.students)
-    print(f"{n} notebook(s); `demo --full` grades all {sum(1 for _ in (REPO / 'tests' / 'samples').glob('*/*.py'))} samples")
+    chosen = _demo_submissions(incoming, args.full, args.students)
+    print(f"{len(chosen)} notebook(s); `demo --full` grades all "
+          f"{sum(1 for _ in (REPO / 'tests' / 'samples').glob('*/*.py'))} samples")
     subs, problems = course.collect_submissions(incoming)
     names = sorted({s.assignment for s in subs})
     print(f"== 2/3 release: nbgrader generate_assignment {' '.join(names)} in the course folder {course_dir}"
           + (" (answers found in release/ are kept in workspace/ first)" if course_dir == REPO.resolve() else ""))
     print("== 3/3 autograding: sandbox, confirmation outside the kernel, lower verdict, feedback")
-    status = _grade_and_report(subs, problems, course_dir, workdir, jobs=args.jobs or (os.cpu_count() or 1),
-                               force=True)
+    graded: list[course.Result] = []
+    _grade_and_report(subs, problems, course_dir, workdir, jobs=args.jobs or (os.cpu_count() or 1), force=True,
+                      keep=graded)
+    # The demo's verdict: every sample is graded as its `# expect:` line says (a flagged cheat included:
+    # its expected score is what the trusted pipeline gives it), or the demo fails and says which.
+    wrong = demo_mismatches(chosen, graded)
+    took = time.perf_counter() - t0
+    if wrong:
+        for line in wrong:
+            print(f"error: demo: {line}", file=sys.stderr)
+        print(f"demo FAILED after {took:.0f} s: {len(wrong)} of {len(chosen)} sample(s) were not graded as their "
+              "`# expect:` line says (listed above); the grades, flags and reasons are in "
+              f"{workdir / 'grades.csv'}", file=sys.stderr)
+        return 1
     where = "make lab-instructor" if course_dir == REPO.resolve() else f"formgrader with its course folder at {course_dir}"
-    print(f"demo finished in {time.perf_counter() - t0:.0f} s; the grades are in formgrader ({where}), "
-          f"the feedback under {course_dir / 'feedback'}")
-    return status
+    print(f"demo finished in {took:.0f} s: all {len(chosen)} sample(s) were graded as their `# expect:` lines say; "
+          f"the grades are in formgrader ({where}), the feedback under {course_dir / 'feedback'}")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:

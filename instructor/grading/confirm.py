@@ -165,7 +165,8 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
             if not pending:
                 break
             progress = _read_small(out / "progress.txt")
-            why = run.reason or f"the process exited with status {run.returncode}"
+            why = with_error_output(run.reason or f"the process exited with status {run.returncode}",
+                                    error_tail(scratch / ".sandbox-stderr"))
             if run.timed_out or time.monotonic() >= deadline:
                 flags.append(f"confirmation stopped: {why}; {len(pending)} question(s) not confirmed")
                 break
@@ -224,6 +225,63 @@ def _read_small(path: Path, limit: int = 400) -> str:
         return os.read(fd, limit).decode("utf-8", "replace").strip()
     finally:
         os.close(fd)
+
+
+#: How much of a failing sandboxed process's error output the grader keeps: its last lines, bounded.
+ERROR_TAIL_LINES = 20
+ERROR_TAIL_BYTES = 4096
+
+
+def clean_text(text: str) -> str:
+    """``text`` with terminal escapes (colours, cursor moves) and control characters removed, tabs as
+    spaces, line feeds kept: what a sandboxed process wrote, safe to print in a terminal, a CSV cell or
+    a page (bidirectional overrides and other invisible format characters go too)."""
+    import re
+    import unicodedata
+
+    text = re.sub(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.", "", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", "    ")
+    return "".join(ch for ch in text if ch == "\n" or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co"))
+
+
+def error_tail(path: Path, lines: int = ERROR_TAIL_LINES, limit: int = ERROR_TAIL_BYTES) -> str:
+    """The last ``lines`` lines (at most ``limit`` bytes) of the error output a sandboxed process left in
+    ``path`` (``<scratch>/.sandbox-stderr``, the kernel's ``kernel.log``), cleaned (:func:`clean_text`).
+
+    The folder is one the submission could write and the grader may run as root: the file is opened
+    with ``O_NOFOLLOW`` (a link is never followed) and ``O_NONBLOCK`` (a FIFO cannot hang the grader),
+    must be a regular file (``fstat`` on what was opened), and only its last ``limit`` bytes are read.
+    "" when there is none or it is empty; a bracketed note when it was replaced by a link or anything
+    but a regular file (not read)."""
+    import errno
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return f"[{Path(path).name} was replaced by a symbolic link: not read]"
+        return ""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return f"[{Path(path).name} was replaced by something that is not a regular file: not read]"
+        start = max(0, st.st_size - limit)
+        data = os.pread(fd, limit, start)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    text = clean_text(data.decode("utf-8", "replace"))
+    kept = [line.rstrip() for line in text.split("\n") if line.strip()]
+    if start and kept:
+        kept = kept[1:] or kept  # the first line read may be cut: dropped when others follow
+    return "\n".join(kept[-lines:])
+
+
+def with_error_output(why: str, tail: str) -> str:
+    """``why`` a run failed, followed by the last lines of its error output, on one line (a flag)."""
+    return f"{why}; its last error output: {' ⏎ '.join(tail.splitlines())}" if tail else why
 
 
 def confirm(nb, assignment: str, *, limits=None, workdir: Path | None = None,

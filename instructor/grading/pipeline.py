@@ -21,6 +21,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -36,7 +37,7 @@ from .canonical import canonical_notebook
 
 __all__ = ["Submission", "QuestionScore", "Result", "sandboxed_config", "replay_config", "nbgrader_api", "check_ok",
            "prepare_environment", "stage", "grade_one", "keep_lower", "record", "scores", "annotate_feedback",
-           "read_notebook", "failing_tests", "short_error", "write_atomically"]
+           "read_notebook", "failing_tests", "short_error", "failure_reason", "write_atomically"]
 
 
 def sandboxed_config(root: Path):
@@ -153,7 +154,7 @@ def record(api, sub: Submission, workdir: Path, res: Result, feedback: bool) -> 
     out = api.autograde(sub.assignment, sub.student, force=True, create=True)
     res.executed = {}
     if not out.get("success"):
-        res.ok, res.error = False, short_error(out)
+        res.ok, res.error = False, failure_reason(out)
         return
     judge_and_report(api, sub, workdir, res, res.verdicts, feedback, t0)
 
@@ -174,7 +175,7 @@ def judge_and_report(api, sub: Submission, workdir: Path, res: Result, verdicts:
             res.feedback = sorted((workdir / "feedback" / sub.student / sub.assignment).glob("*.html"))
             annotate_feedback(res)
         else:
-            res.error = "feedback: " + short_error(fb)
+            res.error = "feedback: " + failure_reason(fb)
 
 
 @functools.lru_cache(maxsize=None)
@@ -436,7 +437,8 @@ def grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback
             cgroup.cleanup()
         res.flags += list(getattr(sandbox.sandboxed_execute_class(), "last_flags", []))
         if not out.get("success"):
-            res.error = short_error(out)
+            res.error = failure_reason(out)
+            kernel_failure(res, rundir)
             return
         res.ok = True
         res.verdicts = {g: v.as_json() for g, v in verdicts.items()}
@@ -495,10 +497,66 @@ def stage(sub: Submission, target: Path, workdir: Path, res: Result) -> None:
         shutil.copy2(nb, target / nb.name)
 
 
-def short_error(out: dict) -> str:
-    text = (out.get("error") or "") + "\n" + (out.get("log") or "")
-    lines = [l for l in text.splitlines() if "[ERROR]" in l or "Error" in l]
-    return (lines[-1] if lines else text.strip().splitlines()[-1] if text.strip() else "unknown error")[:300]
+#: nbgrader's closing line when a step failed: it points at a traceback it logged, and says nothing alone.
+SEE_ABOVE = ("above traceback", "see the error log")
+_LOG_RECORD = re.compile(r"(?m)^(?=\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL|FATAL)\] )")
+
+
+def _bounded(lines: list[str], count: int, limit: int) -> list[str]:
+    """The last ``count`` of ``lines``, fewer if they pass ``limit`` characters together."""
+    kept, size = [], 0
+    for line in reversed(lines[-count:]):
+        size += len(line) + 1
+        if size > limit and kept:
+            break
+        kept.append(line[-limit:])
+    return kept[::-1]
+
+
+def failure_reason(out: dict, lines: int | None = None, limit: int | None = None) -> str:
+    """Why an nbgrader step (``autograde``, ``generate_feedback``) failed, from what the API returned
+    (``error``: the traceback of the exception that ended it; ``log``: what it logged): the exception
+    nbgrader logged on its first line, then the last lines of that traceback (at most ``lines`` lines,
+    ``limit`` characters). Never nbgrader's closing "Please see the above traceback" alone: that
+    traceback is what is given."""
+    from .confirm import ERROR_TAIL_BYTES, ERROR_TAIL_LINES, clean_text
+
+    lines, limit = lines or ERROR_TAIL_LINES, limit or ERROR_TAIL_BYTES
+    log, error = clean_text(out.get("log") or ""), clean_text(out.get("error") or "")
+    records = [r for r in _LOG_RECORD.split(log) if r.strip()]
+    traced = [r for r in records if "Traceback (most recent call last)" in r]
+    if not traced and "Traceback (most recent call last)" in error and not any(
+            s in error.strip().splitlines()[-1].lower() for s in SEE_ABOVE):
+        traced = [error]
+    if traced:
+        tb = [l.rstrip() for l in traced[-1].splitlines() if l.strip()]
+        tb[0] = re.sub(r"^\[\w+\] ", "", tb[0])
+        indent = min((len(l) - len(l.lstrip()) for l in tb[1:]), default=0)  # the log indents a record's lines
+        tb = tb[:1] + [l[indent:] for l in tb[1:]]
+        return "\n".join([tb[-1].strip()[:300]] + _bounded(tb[:-1], lines - 1, limit))
+    # no traceback: what was logged as an error, less the pointer to a traceback
+    said = [re.sub(r"^\[\w+\] ", "", l).strip() for r in records for l in r.splitlines()[:1]
+            if re.match(r"\[(ERROR|CRITICAL|FATAL)\]", r)]
+    said += [l.strip() for l in error.splitlines()[-1:]]
+    said = [l for l in dict.fromkeys(said) if l and not any(s in l.lower() for s in SEE_ABOVE)]
+    if said:
+        return "\n".join(_bounded(said, lines, limit))
+    return "nbgrader failed and logged no reason" + (f" (its last words: {error.strip().splitlines()[-1][:300]})"
+                                                     if error.strip() else "")
+
+
+short_error = failure_reason  # the name it had; formgrader's worker calls it
+
+
+def kernel_failure(res: Result, rundir: Path) -> None:
+    """After a failed autograde: the last lines of the sandboxed kernel's own error output (its
+    ``kernel.log``, in a folder the kernel could write: read by :func:`.confirm.error_tail`) join the
+    reason, so that a kernel that could not start says why."""
+    from .confirm import error_tail
+
+    tail = error_tail(Path(rundir) / "kernel.log")
+    if tail:
+        res.error += "\nthe kernel's last error output:\n" + tail
 
 def failing_tests(notebook: Path) -> list[tuple[str, str]]:
     """(grade_id, message) for each graded test cell that failed in an autograded notebook.
