@@ -177,3 +177,58 @@ def test_demo_refuses_to_wipe_a_folder_it_did_not_make(tmp_path):
     proc = run("demo", "--workdir", str(precious))
     assert proc.returncode == 2 and "was not made by 'demo'" in proc.stderr
     assert (precious / "gradebook.db").read_text() == "real grades"
+
+
+def _demo_with(monkeypatch, tmp_path, capsys, grade):
+    """``demo`` (its handful of samples) with grading replaced by ``grade(sub) -> Result``."""
+    from instructor.grading import cli, course
+
+    monkeypatch.setattr(course, "grade", lambda subs, workdir, **kw: [grade(s) for s in subs])
+    args = cli.build_parser().parse_args(["demo", "--workdir", str(tmp_path / "demo"), "--course",
+                                          str(tmp_path / "course"), "--jobs", "1"])
+    status = cli.cmd_demo(args)
+    return status, capsys.readouterr()
+
+
+def _as_expected(sub):
+    from instructor.grading import course
+
+    [sample] = [s for s in samples.load_samples(sub.assignment) + _hostile(sub.assignment) if s.student == sub.student]
+    qs = [course.QuestionScore(gid, v, max(v, 1.0), "auto") for gid, v in sample.expect_questions.items()]
+    rest = sample.expect_auto - sum(sample.expect_questions.values())
+    qs.append(course.QuestionScore("rest", rest, max(rest, 1.0), "auto"))
+    return course.Result(sub.student, sub.assignment, True, qs)
+
+
+def _hostile(assignment):
+    return [samples.parse_sample(p) for p in sorted((REPO / "tests" / "hostile" / assignment).glob("*.py"))]
+
+
+def test_demo_exits_zero_when_every_sample_is_graded_as_expected(monkeypatch, tmp_path, capsys):
+    status, out = _demo_with(monkeypatch, tmp_path, capsys, _as_expected)
+    assert status == 0, out.err
+    assert "demo finished" in out.out and "were graded as their `# expect:` lines say" in out.out
+
+
+def test_demo_fails_and_says_which_sample_differs_from_its_expect_line(monkeypatch, tmp_path, capsys):
+    from instructor.grading import course
+
+    def one_off(sub):
+        res = _as_expected(sub)
+        if sub.student == "ben":
+            res.questions[-1].score += 1          # one point more than its `# expect:` line
+        if sub.student == "cat_style":
+            res = course.Result(sub.student, sub.assignment, False,
+                                error="RuntimeError: Kernel died before replying to kernel_info\n  File ...")
+        return res
+
+    status, out = _demo_with(monkeypatch, tmp_path, capsys, one_off)
+    assert status == 1
+    assert "demo finished" not in out.out
+    assert "demo FAILED" in out.err and "2 of 4 sample(s) were not graded as their `# expect:` line says" in out.err
+    assert "error: demo: ben/00_orientation: expected" in out.err
+    assert ("error: demo: cat_style/03_yolo_head: expected 16, grading failed: RuntimeError: Kernel died before "
+            "replying to kernel_info") in out.err
+    # the grader's own error line: the reason's first line, the rest indented below it
+    assert "error: cat_style/03_yolo_head: grading failed: RuntimeError: Kernel died" in out.err
+    assert "\n      File ..." in out.err
