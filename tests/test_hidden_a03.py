@@ -432,3 +432,41 @@ def attack(model, image, eps, steps):
 """
     v = verdict("attack_tests", namespace(cheat))
     assert not v.passed and ("weights" in v.message or "does not lower" in v.message)
+
+
+def test_a_forged_image_and_weights_report_passed_the_old_probe_and_fails_now():
+    """tests/hostile/03_yolo_head/forged_attack_report.py: a working attack that writes into the image and the
+    weights after making torch.equal always true in its own process. The old probe compared there (its
+    report: image unchanged, no weight moved); now the tensors come back as data and the grader, in its own
+    process, compares them with its copies."""
+    from autograder.attack import attack_model
+    from instructor.grading.samples import parse_sample
+    from instructor.hidden import judge_results
+    from instructor.hidden.probe_driver import compile_probe, run_case
+    from instructor.layout import REPO
+
+    hostile = REPO / "tests" / "hostile" / "03_yolo_head" / "forged_attack_report.py"
+    code = next(t for k, g, t in parse_sample(hostile).blocks if g == "attack")
+    check = next(c for c in checks_for("03_yolo_head") if c.grade_id == "attack_tests")
+    case = check.cases()[0]
+    real_equal = torch.equal
+    try:  # the student's process
+        ns = namespace(code)
+        model = attack_model("cpu")
+        state = {k: v.clone() for k, v in model.state_dict().items()}
+        given = case["images"].clone()
+        ns["attack"](model, given, case["eps"], case["steps"])
+        # the old probe's measurements, made here: forged
+        old_report = {"image_changed": not torch.equal(given, case["images"]),
+                      "weights_changed": [k for k, v in model.state_dict().items() if not torch.equal(v, state[k])]}
+        probe = compile_probe(probe_source(check), check.grade_id)
+        result = run_case(probe, ns, dict(case), 0)
+    finally:
+        torch.equal = real_equal  # the grader's process
+    assert old_report == {"image_changed": False, "weights_changed": []}
+    assert not torch.equal(given, case["images"])  # the truth
+    v = judge_results(check, [case], [result])
+    assert not v.passed and "changed the image" in v.message, v.message
+    result["images_after"] = [case["images"].clone()]  # the image restored: the weights still moved
+    v = judge_results(check, [case], [result])
+    assert not v.passed and "changed the model's weights" in v.message, v.message

@@ -164,3 +164,32 @@ def test_mutants_declared():
     for fn, target in a04.MUTANTS.items():
         live = [m for m in target.mutants if not m.equivalent]
         assert len(live) >= 8, fn
+
+
+def test_a_forged_inplace_report_gains_nothing(notebook_ns):
+    """tests/hostile/04_in_the_wild/forged_inplace_report.py: SigmoidInPlace without mark_dirty whose own
+    process reports the version bumped (Tensor._version patched) and raises the leaf rule by hand. The
+    forged field reads as wanted, but the identity test (``y is h``: without mark_dirty PyTorch hands back
+    a view) and the Jacobians, compared in the grader, fail it."""
+    from instructor.hidden import judge_results, probe_source
+    from instructor.hidden.probe_driver import compile_probe, run_case
+
+    hostile = REPO / "tests" / "hostile" / "04_in_the_wild" / "forged_inplace_report.py"
+    code = next(t for k, g, t in parse_sample(hostile).blocks if g == "sigmoid_inplace")
+    real_version = torch.Tensor._version
+    try:
+        ns = with_answer(notebook_ns, code)
+        check = a04.SigmoidInPlace()
+        cases = check.cases()
+        probe = compile_probe(probe_source(check), check.grade_id)
+        inplace = next(c for c in cases if c["kind"] == "inplace" and c["device"] == "cpu")
+        r = run_case(probe, ns, dict(inplace), 0)
+        assert r["version_bumped"] is True and r["same_object"] is False  # the forged field, the true identity
+        leaf = next(c for c in cases if c["kind"] == "leaf")
+        assert "leaf" in run_case(probe, ns, dict(leaf), 0)["raised"]  # the leaf rule, raised by hand
+        with contextlib.redirect_stdout(io.StringIO()):
+            results = [run_case(probe, ns, dict(c), 0) for c in cases]
+        v = judge_results(check, cases, results)
+    finally:
+        torch.Tensor._version = real_version
+    assert not v.passed and "Jacobian" in v.message, v.message

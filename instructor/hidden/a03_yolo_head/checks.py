@@ -855,7 +855,7 @@ class AttackCheck(Check):
 
         attack = student(ns, "attack")
         model = attack_model(case["device"])
-        state = {k: v.clone() for k, v in model.state_dict().items()}
+        state = dict(model.state_dict(keep_vars=True))  # references, not copies
         images = case["images"].to(case["device"])
         seen = []  # one entry per gradient computed with respect to the model's input (the image)
 
@@ -865,17 +865,18 @@ class AttackCheck(Check):
                 x.register_hook(lambda g: seen.append(1))
 
         hook = model.stem.register_forward_pre_hook(watch)
-        deltas, changed, grad_calls = [], [], []
+        deltas, given, grad_calls = [], [], []
         for i in range(images.shape[0]):
             image = images[i:i + 1].clone()
             seen.clear()
             with contextlib.redirect_stderr(io.StringIO()):  # a text progress bar
                 deltas.append(attack(model, image, case["eps"], case["steps"]))
             grad_calls.append(len(seen))
-            changed.append(not torch.equal(image, images[i:i + 1]))
+            given.append(image)  # the tensor it was handed, as it is now: the judge compares it with its own copy
         hook.remove()
-        moved = [k for k, v in model.state_dict().items() if not torch.equal(v, state[k])]
-        return {"deltas": deltas, "image_changed": changed, "weights_changed": moved, "grad_calls": grad_calls}
+        # the weights' own tensors, held since before the first call (whatever the model's attributes say now):
+        # compared in the grader with its own model's, not here
+        return {"deltas": deltas, "images_after": given, "weights_after": state, "grad_calls": grad_calls}
 
     def judge(self, case, r):
         from autograder.detector import best_objectness, load_pretrained
@@ -892,8 +893,10 @@ class AttackCheck(Check):
             delta = delta.to(image.dtype)
             check_true(bool(torch.isfinite(delta).all()), f"{what} has NaN or inf", inputs=case["label"],
                        hint="clamp, don't divide.")
-            check_true(not r["image_changed"][i], f"{what} changed the image it was given", inputs=case["label"],
-                       hint="work on a delta tensor; never write into image.")
+            after = r["images_after"][i]
+            check_true(isinstance(after, torch.Tensor) and after.shape == image.shape
+                       and torch.equal(after.to(image.dtype), image), f"{what} changed the image it was given",
+                       inputs=case["label"], hint="work on a delta tensor; never write into image.")
             worst = float(delta.abs().max())
             check_true(worst <= eps * (1 + 1e-5) + 1e-7, f"{what} exceeds the budget", inputs=case["label"],
                        expected=f"|delta| <= eps = {eps:.6f} everywhere (L-inf)", got=f"max |delta| = {worst:.6f}",
@@ -924,8 +927,13 @@ class AttackCheck(Check):
                            got=f"{100 * share:.0f} % of the moved pixels at the budget, max |delta| = {worst:.5f}",
                            hint="the step size follows eps and steps: step = 2.5 * eps / steps; step with "
                                 "grad.sign(), not the raw gradient.")
-        check_true(not r["weights_changed"], "attack changed the model's weights", inputs=case["label"],
-                   got=", ".join(r["weights_changed"][:5]) if r["weights_changed"] else None,
+        from autograder.attack import attack_model
+
+        truth, after = attack_model("cpu").state_dict(), r["weights_after"]
+        moved = [k for k, v in truth.items() if not (isinstance(after, dict) and isinstance(after.get(k), torch.Tensor)
+                                                     and after[k].shape == v.shape and torch.equal(after[k], v))]
+        check_true(not moved, "attack changed the model's weights", inputs=case["label"],
+                   got=", ".join(moved[:5]) if moved else None,
                    hint="only delta moves; take gradients with torch.autograd.grad(loss, delta).")
         if not case["drop"]:
             return
