@@ -78,7 +78,8 @@ class CourseExchangeCollect(ExchangeCollect):
     submitter_accounts = List(
         Unicode(), help="OS accounts (names or numeric uids) that may hand in for a student who has no OS "
                         "account of that name, besides the account collecting and the owner of the course's "
-                        "folder in the exchange (e.g. the one account every student's server runs as).").tag(config=True)
+                        "folder in the exchange (e.g. the one account every student's server runs as)."
+    ).tag(config=True)
     max_entries = Int(10000, help="More files and folders than this in one submission: refused.").tag(config=True)
 
     # ------------------------------------------------------------------ which folders
