@@ -164,8 +164,21 @@ def test_a_grading_that_fails_says_why_not_see_the_above_traceback(tmp_path, mon
     own last error lines — is in grades.csv, the ledger and the grader's output."""
     if not (os.geteuid() == 0 and sandbox.status()["bwrap"]):
         pytest.skip("the kernel's command is replaced in the pre-started sandbox (root, bubblewrap)")
-    monkeypatch.setattr(sandbox, "kernel_argv", lambda connection_file: ["no_such_kernel_module_4711", "-f",
-                                                                          connection_file])
+    import importlib
+
+    from instructor.grading import zygote
+
+    def missing(connection_file):
+        return ["no_such_kernel_module_4711", "-f", connection_file]
+
+    modules = [sandbox, zygote]
+    try:  # where the kernel's command may live (the sandbox module re-exports it)
+        modules.append(importlib.import_module("instructor.grading.kernel"))
+    except ImportError:
+        pass
+    for module in modules:
+        if hasattr(module, "kernel_argv"):
+            monkeypatch.setattr(module, "kernel_argv", missing)
     subs = _submissions(tmp_path, {"no_kernel": "pass"})
     work, out = tmp_path / "course", tmp_path / "out"
     status = cli._grade_and_report(subs, [], work, out, progress=False, jobs=1)
