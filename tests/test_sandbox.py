@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from instructor.grading import sandbox
+from instructor.grading import isolation, sandbox
 from instructor.hidden.probe_driver import sanitize, unwrap
 
 REPO = Path(__file__).resolve().parents[1]
@@ -165,7 +165,7 @@ def test_the_sandbox_is_never_root_outside(tmp_path):
 def test_without_the_drop_root_files_are_readable(tmp_path, monkeypatch):
     """The control: bubblewrap started by root with a user namespace maps the sandbox user to host
     uid 0, and owner checks pass (what the defence above prevents)."""
-    monkeypatch.setattr(sandbox, "drops_privileges", lambda: False)
+    monkeypatch.setattr(isolation, "drops_privileges", lambda: False)   # where its callers look it up
     res, out = _run(tmp_path, _READER)
     assert res.returncode == 0 and res.sandboxed, res
     assert out["uid_map"][:2] == ["65534", "0"], out

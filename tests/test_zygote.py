@@ -222,7 +222,7 @@ def test_one_attacker_fills_every_channel_and_the_next_submission_finds_each_emp
     assert server.left == [], server.left
     # and nothing of it is left on the host after the batch: the runs' uid has no key of the attacker
     uid = sandbox.sandbox_uid(server.limits)
-    check = subprocess.run(sandbox._drop_to(uid, [sys.executable, "-I", "-c",
+    check = subprocess.run(sandbox.drop_to(uid, [sys.executable, "-I", "-c",
                                                   "print(open('/proc/keys').read())"]),
                            capture_output=True, text=True, preexec_fn=sandbox.new_session_keyring)
     assert "course-leak" not in check.stdout

@@ -1,0 +1,449 @@
+"""The kernel nbgrader drives, inside the sandbox, and the executor that drives it.
+
+* :func:`write_kernelspec` — a kernelspec whose command is :func:`kernel_main`, which sets the limits
+  and the cgroup and execs ``bwrap ... python -m ipykernel_launcher``; kernel and grader talk over
+  Unix sockets in a folder shared with the sandbox (``transport=ipc``), since the sandbox has no
+  network. (:func:`use_kernel_launcher`: a thread's kernels start in the pre-started sandbox of
+  :mod:`.zygote` instead.)
+* :func:`sandboxed_execute_class` — nbgrader's Execute preprocessor with the grader in charge: the
+  wall clock, kernels that die or hang, outputs that grow without bound.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from . import isolation
+from .limits import REPO, Limits, apply_rlimits
+from .workspace import give_to, new_session_keyring
+
+KERNEL_NAME = "course-sandbox"
+
+
+def write_kernelspec(dest: Path) -> Path:
+    """A kernelspec named :data:`KERNEL_NAME` under ``dest/kernels/``; put ``dest`` on JUPYTER_PATH.
+
+    Its command runs :func:`kernel_main` with the grader's rights, in the notebook's folder: ``-I`` (isolated mode)
+    keeps the working directory (and ``PYTHON*`` variables) off ``sys.path``, so that a file the
+    submission brings cannot stand in for a module the grader imports; the course comes from
+    :data:`~.limits.REPO`, named explicitly."""
+    spec = Path(dest) / "kernels" / KERNEL_NAME
+    spec.mkdir(parents=True, exist_ok=True)
+    launch = (f"import sys; sys.path.insert(0, {str(REPO)!r}); "
+              "from instructor.grading.kernel import kernel_main; kernel_main(sys.argv[1])")
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-I", "-c", launch, "{connection_file}"],
+        "display_name": "Python 3 (course sandbox)", "language": "python", "interrupt_mode": "message",
+    }, indent=1))
+    return spec
+
+
+def kernel_argv(connection_file: str) -> list[str]:
+    """The sandboxed kernel's module and arguments (``python -m`` these)."""
+    return ["ipykernel_launcher", "-f", connection_file, "--IPKernelApp.log_level=ERROR",
+            "--HistoryManager.hist_file=:memory:"]
+
+
+def kernel_main(connection_file: str) -> None:
+    """The kernelspec's command: set limits and cgroup, then exec the kernel inside bubblewrap.
+
+    Settings come from the grader through the environment: ``COURSE_SANDBOX_SCRATCH`` (the
+    submission's scratch folder), ``COURSE_SANDBOX_RUN`` (the folder of the connection file and
+    sockets), ``COURSE_SANDBOX_LIMITS``, ``COURSE_SANDBOX_CGROUP`` (a folder list, made by the grader)
+    and ``COURSE_VERDICTS`` (the judge's verdicts, bound read-only).
+    """
+    scratch = Path(os.environ["COURSE_SANDBOX_SCRATCH"])
+    rundir = Path(os.environ["COURSE_SANDBOX_RUN"])
+    limits = Limits.from_env(os.environ.get("COURSE_SANDBOX_LIMITS"))
+    sandboxed = os.environ.get("COURSE_SANDBOX_BWRAP") == "1"
+    uid = isolation.sandbox_uid(limits) if sandboxed and isolation.drops_privileges() else None
+    if uid is not None:  # the kernel reads its connection file and writes its sockets as the sandbox's uid
+        for path in (scratch, rundir):
+            give_to(path, uid)
+    cg = [Path(p) for p in os.environ.get("COURSE_SANDBOX_CGROUP", "").split(os.pathsep) if p]
+    for d in cg:
+        try:
+            (d / "cgroup.procs").write_text(str(os.getpid()))
+        except OSError:
+            pass
+    apply_rlimits(limits, bool(cg))
+    new_session_keyring()
+    kernel = [sys.executable, "-m", *kernel_argv(connection_file)]
+    env = {}
+    verdicts = os.environ.get("COURSE_VERDICTS")
+    extra_ro = []
+    if verdicts:
+        env["COURSE_VERDICTS"] = verdicts
+        extra_ro.append(Path(verdicts))
+    # The kernel's own banner and logs are not the grader's output: keep them in the run folder.
+    log = os.open(str(rundir / "kernel.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    if sandboxed:
+        argv = isolation.bwrap_argv(scratch, kernel, extra_ro=extra_ro, extra_rw=[rundir], env=env, uid=uid,
+                          tmp_bytes=limits.disk_bytes)
+        os.execvp(argv[0], argv)
+    os.chdir(scratch)
+    os.environ.update(isolation.unsandboxed_env(scratch, env))
+    os.execv(sys.executable, kernel)
+
+
+_LAUNCHER = threading.local()
+
+
+def use_kernel_launcher(launch) -> None:
+    """On this thread, kernels start through ``launch(connection_file) -> Popen-like`` instead of the
+    kernelspec's command (the pre-started sandbox of :mod:`.zygote`); ``None``: the kernelspec again."""
+    _LAUNCHER.launch = launch
+
+
+@functools.lru_cache(maxsize=None)
+def _ready_client_class():
+    from queue import Empty
+
+    from jupyter_client.asynchronous import AsyncKernelClient
+
+    class ReadyClient(AsyncKernelClient):
+        """jupyter_client's kernel client, ready as soon as the kernel answers.
+
+        Its own ``wait_for_ready`` ends by waiting until IOPub has been quiet for 0.2 s — 0.2 s of every
+        notebook, idle. nbclient reads only the IOPub messages whose parent is the cell it runs, so the
+        status messages of the handshake may stay queued."""
+
+        async def _async_wait_for_ready(self, timeout: float | None = None) -> None:
+            deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
+            while True:
+                self.kernel_info()
+                try:
+                    reply = await self.shell_channel.get_msg(timeout=1)
+                except Empty:
+                    reply = None
+                if reply is not None and reply["msg_type"] == "kernel_info_reply":
+                    try:   # IOPub is connected once the handshake's own status message arrives on it
+                        await self.iopub_channel.get_msg(timeout=0.2)
+                    except Empty:
+                        pass
+                    else:
+                        self._handle_kernel_info_reply(reply)
+                        return
+                if not await self._async_is_alive():
+                    raise RuntimeError("Kernel died before replying to kernel_info")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
+
+        wait_for_ready = _async_wait_for_ready
+
+    return ReadyClient
+
+
+def _kernel_manager_class():
+    from jupyter_client.manager import AsyncKernelManager
+
+    class SandboxKernelManager(AsyncKernelManager):
+        """Connection file and IPC sockets in the folder shared with the sandbox; the kernel is ready
+        when it answers, and found ended within milliseconds (jupyter_client polls every 0.1 s)."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            rundir = Path(os.environ["COURSE_SANDBOX_RUN"])
+            self.transport = "ipc"
+            self.connection_file = str(rundir / f"kernel-{uuid.uuid4().hex[:8]}.json")
+            self.ip = str(rundir / "k")
+            self.client_factory = _ready_client_class()
+            # made on the grading thread; the kernel may be started from another (run_sync)
+            self.course_launch = getattr(_LAUNCHER, "launch", None)
+
+        async def _async_finish_shutdown(self, waittime=None, pollinterval: float = 0.1, restart: bool = False):
+            return await super()._async_finish_shutdown(waittime, min(pollinterval, 0.005), restart)
+
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            if self.course_launch is None:
+                return await super()._async_launch_kernel(kernel_cmd, **kw)
+            prov = self.provisioner
+            proc = self.course_launch(self.connection_file)
+            prov.process, prov.pid, prov.pgid = proc, proc.pid, None
+            prov.cwd = os.environ.get("COURSE_SANDBOX_SCRATCH")
+            self._reconcile_connection_info(prov.connection_info)
+
+    return SandboxKernelManager
+
+
+HUNG_CELL_SECONDS = 10        # a test cell whose function never returned in the confirmation run
+HUNG_AFTER_LOOP_SECONDS = 30  # any cell, once an earlier cell ran into the per-cell limit
+
+
+def source_key(source) -> str:
+    import hashlib
+
+    text = source if isinstance(source, str) else "".join(source)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _message_size(content: dict) -> int:
+    """Bytes an output message would add to the notebook (roughly: its text and data)."""
+    size = 0
+    for key in ("text", "evalue", "ename"):
+        size += len(str(content.get(key, "")))
+    for tb in content.get("traceback") or []:
+        size += len(str(tb))
+    for part in ("data", "metadata"):
+        for v in (content.get(part) or {}).values():
+            size += len(v) if isinstance(v, str) else len(json.dumps(v, default=str))
+    return size + 64
+
+
+def _short_error_content(content: dict) -> dict:
+    tb = [str(t)[:2000] for t in (content.get("traceback") or [])][-20:]
+    return {**content, "evalue": str(content.get("evalue", ""))[:2000], "traceback": tb}
+
+
+@functools.lru_cache(maxsize=None)
+def sandboxed_execute_class():
+    """nbgrader's Execute preprocessor, with the kernel in the sandbox and the grader in charge:
+
+    * the notebook's kernel name is ignored (a made-up or missing kernel cannot stop grading);
+    * past the submission's wall-clock limit no further cell runs (each gets a one-line error);
+    * a cell that ends the kernel (``os._exit``, ``exit()``, a crash, the memory limit) gets an error
+      output saying so, the kernel is restarted, the cells before it are run again (at most three
+      times per submission), and grading goes on: the submission is graded as far as it ran;
+    * outputs beyond ``Limits.output_bytes`` per cell are cut.
+    """
+    from nbclient.exceptions import DeadKernelError
+    from nbformat.v4 import new_output
+    from nbgrader.preprocessors import Execute
+
+    class SandboxedExecute(Execute):
+        max_restarts = 3
+
+        def preprocess(self, nb, resources=None, km=None):
+            self.kernel_name = KERNEL_NAME
+            self.kernel_manager_class = _kernel_manager_class()
+            self._limits = Limits.from_env(os.environ.get("COURSE_SANDBOX_LIMITS"))
+            self._deadline = time.monotonic() + float(os.environ.get("COURSE_SANDBOX_WALL", self._limits.wall_seconds))
+            self._restarts, self._ran = 0, []
+            self._nb_used, self._cell_used, self._cut_cells = 0, 0, {}
+            hung = json.loads(os.environ.get("COURSE_HUNG") or "{}")  # from the confirmation run
+            self._hung, self._hung_cells = set(hung.get("tests", ())), set(hung.get("cells", ()))
+            self._loop_seen = False  # a cell already ran into the per-cell limit here
+            self._skipped_hung = False  # a cell that never returned in the confirmation was left out
+            self.timeout_func = self._cell_timeout
+            self.course_flags = []
+            self._asked_exit = False
+            self.on_cell_executed = self._note_exit_request
+            type(self).last_flags = self.course_flags
+            return super().preprocess(nb, resources, km)
+
+        def _note_exit_request(self, cell=None, cell_index=None, execute_reply=None):
+            """IPython's ``exit()`` / ``quit()`` ends the kernel 0.1 s *after* the cell's reply, which says
+            so in its payload. Noted here, so that the kernel's end is met at this cell — not left to
+            whichever later cell finds the kernel dead, or to none when the notebook ends within 0.1 s."""
+            for p in ((execute_reply or {}).get("content") or {}).get("payload") or []:
+                if isinstance(p, dict) and p.get("source") == "ask_exit" and not p.get("keepkernel"):
+                    self._asked_exit = True
+
+        def _exit_requested(self) -> bool:
+            """The cell just run asked the kernel to end: wait (at most 2 s) for it to be gone."""
+            from jupyter_core.utils import run_sync
+
+            if not self._asked_exit:
+                return False
+            self._asked_exit = False
+            end = time.monotonic() + 2
+            while time.monotonic() < end and run_sync(self.km.is_alive)():
+                time.sleep(0.01)
+            return True
+
+        def _cell_timeout(self, cell):
+            """The confirmation already saw the function a test cell calls never return: that cell gets
+            :data:`HUNG_CELL_SECONDS`, not the full cell limit (its points are lost either way)."""
+            gid = (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
+            if gid in self._hung or source_key(cell.get("source", "")) in self._hung_cells:
+                return min(int(self.timeout or HUNG_CELL_SECONDS), HUNG_CELL_SECONDS)
+            if self._loop_seen:
+                return min(int(self.timeout or HUNG_AFTER_LOOP_SECONDS), HUNG_AFTER_LOOP_SECONDS)
+            return self.timeout
+
+        def _error(self, cell, name, text):
+            cell.outputs.append(new_output("error", ename=name, evalue=text, traceback=[f"{name}: {text}"]))
+
+        def _watchdog_kill(self):
+            try:
+                self.km.provisioner.process.kill() if self.km.provisioner else None
+            except Exception:  # noqa: BLE001
+                pass
+
+        def output(self, outs, msg, display_id, cell_index):
+            """Outputs are counted as they arrive, per cell and per notebook: past either cap they are
+            dropped before they are kept in memory. Errors and stderr are always kept (shortened): they
+            decide whether a test cell failed."""
+            content = msg.get("content") or {}
+            size = _message_size(content)
+            notebook_full = self._nb_used + size > self._limits.notebook_output_bytes
+            if notebook_full or self._cell_used + size > self._limits.output_bytes:
+                if notebook_full or cell_index not in self._cut_cells:
+                    self._cut_cells[cell_index] = "notebook" if notebook_full else "cell"
+                kind = msg.get("msg_type")
+                if kind == "error":
+                    msg = {**msg, "content": _short_error_content(content)}
+                elif kind == "stream" and content.get("name") == "stderr":
+                    msg = {**msg, "content": {**content, "text": str(content.get("text", ""))[:1000]}}
+                else:
+                    return None
+                size = _message_size(msg["content"])
+            self._cell_used += size
+            self._nb_used += size
+            return super().output(outs, msg, display_id, cell_index)
+
+        def preprocess_cell(self, cell, resources, index):
+            if cell.cell_type != "code":
+                return cell, self.resources
+            self._cell_used = 0
+            gid = (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
+            if gid in self._hung or source_key(cell.get("source", "")) in self._hung_cells:
+                # it never returned in the confirmation run: not called again (an endless loop costs once)
+                cell.outputs = []
+                self._error(cell, "NotRunAgain", "this cell never returned in the grader's confirmation run "
+                                                 "(an endless loop?): it was not run again")
+                if not self._skipped_hung:
+                    self._skipped_hung = True
+                    self.course_flags.append(f"cell {index + 1} (and any other that never returned in the confirmation "
+                                             "run) was not run again in the kernel: look for a loop that never ends")
+                return cell, self.resources
+            for attempt in (0, 1):
+                left = self._deadline - time.monotonic()
+                if left <= 0:
+                    cell.outputs = []
+                    self._error(cell, "TimeLimit", "not run: the submission used up its time limit")
+                    if not any("time limit" in f for f in self.course_flags):
+                        self.course_flags.append(f"stopped at cell {index + 1}: the submission used up its "
+                                                 f"wall-clock limit ({self._limits.wall_seconds:.0f} s)")
+                    return cell, self.resources
+                timer = threading.Timer(left, self._watchdog_kill)
+                timer.daemon = True
+                timer.start()
+                try:
+                    cell, res = super().preprocess_cell(cell, resources, index)
+                except (DeadKernelError, RuntimeError) as err:
+                    if isinstance(err, RuntimeError) and "kernel" not in str(err).lower():
+                        raise
+                    timed_out = time.monotonic() >= self._deadline
+                    if timed_out or self._restarts >= self.max_restarts:
+                        why = ("the submission's time limit ended it" if timed_out else
+                               "the kernel died again and was not restarted (too many restarts)")
+                        cell.outputs = []
+                        self._error(cell, "KernelDied", why)
+                        self.course_flags.append(f"cell {index + 1}: {why}")
+                        self._deadline = time.monotonic()
+                        return cell, self.resources
+                    self._restarts += 1
+                    self._restart_and_replay()
+                    if attempt == 0:
+                        cell.outputs = []  # the kernel may have died of an earlier cell (exit()): try once more
+                        continue
+                    cell.outputs = []
+                    self._error(cell, "KernelDied", "this cell ended the Python process (os._exit, exit(), a crash "
+                                                    "or the memory limit); it was skipped and grading went on")
+                    self.course_flags.append(f"cell {index + 1} ended the Python process (os._exit, exit(), a crash "
+                                             "or the memory limit); the kernel was restarted")
+                    return cell, self.resources
+                finally:
+                    timer.cancel()
+                if any(o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", [])):
+                    # an endless loop the interrupt did not stop: start afresh without this cell
+                    self.course_flags.append(f"cell {index + 1} ran past the per-cell time limit ({self._cell_timeout(cell)} s); "
+                                             "the kernel was restarted")
+                    self._loop_seen = True
+                    if self._restarts < self.max_restarts and time.monotonic() < self._deadline:
+                        self._restarts += 1
+                        self._watchdog_kill()
+                        self._restart_and_replay()
+                    else:
+                        self._deadline = time.monotonic()
+                elif self._exit_requested():
+                    self.course_flags.append(f"cell {index + 1} ended the Python process after it finished (exit() "
+                                             "or quit()); the kernel was restarted without it")
+                    if self._restarts < self.max_restarts:  # else the next cell meets the ended kernel
+                        self._restarts += 1
+                        self._restart_and_replay()
+                else:
+                    self._ran.append(cell)
+                self._cap_outputs(cell, index)
+                return cell, res
+            return cell, self.resources
+
+        def _alive(self, source: str = "") -> bool:
+            """Is the kernel still there after ``source`` ran? A cell that may end it later (exit(),
+            signals) is watched for a second: ipykernel stops shortly after replying."""
+            from jupyter_core.utils import run_sync
+
+            suspicious = any(w in source for w in ("exit", "kill", "signal", "abort", "quit"))
+            for _ in range(12 if suspicious else 1):
+                if not run_sync(self.km.is_alive)():
+                    return False
+                time.sleep(0.1 if suspicious else 0)
+            return True
+
+        def _restart_and_replay(self):
+            """A fresh kernel with the cells that ran before; a cell that kills it again is dropped."""
+            from jupyter_core.utils import run_sync
+
+            for _ in range(self.max_restarts + 1):
+                try:
+                    if self.kc is not None:
+                        self.kc.stop_channels()
+                    run_sync(self.km.restart_kernel)(now=True)
+                    self.start_new_kernel_client()
+                    culprit, before = None, None
+                    for prev in list(self._ran):
+                        try:
+                            run_sync(self.kc.execute_interactive)(
+                                prev.source, store_history=False, allow_stdin=False, output_hook=lambda msg: None,
+                                timeout=max(1.0, min(self.timeout or 180, self._deadline - time.monotonic())))
+                        except TimeoutError:
+                            if run_sync(self.km.is_alive)():
+                                raise
+                            culprit = before or prev  # it died of the cell before (exit() after its reply)
+                            break
+                        if not self._alive(prev.source):
+                            culprit = prev
+                            break
+                        before = prev
+                    if culprit is None:
+                        return
+                    self._ran.remove(culprit)
+                    self.course_flags.append("a cell ended the Python process after it finished (e.g. exit()); "
+                                             "it was left out when the kernel was restarted")
+                except Exception as err:  # noqa: BLE001
+                    self.course_flags.append(f"the kernel could not be restarted ({type(err).__name__}); grading stopped")
+                    self._deadline = time.monotonic()
+                    return
+
+        def _cap_outputs(self, cell, index=None):
+            """Say where outputs were cut (and why), on the cell where it happened; keep every error."""
+            cap, used, kept, cut = self._limits.output_bytes, 0, [], index in self._cut_cells
+            for out in cell.get("outputs", []):
+                size = len(json.dumps(out, default=str))
+                if used + size > cap and out.get("output_type") != "error":
+                    cut = True
+                    continue
+                used += size
+                kept.append(out)
+            if cut:
+                notebook_full = self._cut_cells.get(index) == "notebook"
+                why = (f"the notebook's outputs passed {self._limits.notebook_output_bytes >> 10} KiB" if notebook_full
+                       else f"over {cap >> 10} KiB in this cell")
+                kept.append(new_output("stream", name="stdout", text=f"\n... output cut by the grader: {why} ...\n"))
+                flag = (f"outputs over {self._limits.notebook_output_bytes >> 10} KiB per notebook were cut "
+                        f"(from cell {index + 1 if index is not None else '?'} on)" if notebook_full
+                        else f"outputs over {cap >> 10} KiB per cell were cut")
+                if not any(f.split(" (")[0] == flag.split(" (")[0] for f in self.course_flags):
+                    self.course_flags.append(flag)
+            cell.outputs = kept
+
+    return SandboxedExecute
