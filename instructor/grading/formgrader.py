@@ -178,6 +178,11 @@ def main(argv: list[str] | None = None) -> int:
 #: a relative link in a student's notebook leads): a sandbox, an opaque origin, no script.
 FILES_CSP = ("sandbox; default-src 'none'; img-src 'self' data:; media-src 'self' data:; "
              "style-src 'unsafe-inline'; frame-ancestors 'self'")
+#: MathJax is not loaded next to a student's notebook (a third-party script, rendering the student's
+#: TeX in the instructor's session): math shows as its TeX source. formgrade.js waits for MathJax's
+#: "End" signal before it selects the first score box; this gives it at once.
+MATHJAX_STAND_IN = ("window.MathJax = window.MathJax || {Hub: {Startup: {signal: {Interest: function (f) "
+                    "{ setTimeout(function () { f('End'); }, 0); }}}}};")
 _SCRIPT_TAG = re.compile(r"<script\b([^>]*)>(.*?)</script\s*>", re.I | re.S)
 _SRC = re.compile(r"""\ssrc\s*=\s*["']([^"']*)["']""", re.I)
 _HANDLER = re.compile(r'\son[a-z]+\s*=\s*"([^"]*)"', re.I)
@@ -249,6 +254,9 @@ def secure_submission_page(render, resources: dict, static_prefix: str, *, sanit
         notebook = clean_fragment(notebook, widgets=True)
     nonce = nonce or secrets.token_urlsafe(18)
     before, handlers_before = own_scripts(before, static_prefix, nonce)
+    head = before.find("<head>")
+    head = head + len("<head>") if head >= 0 else 0
+    before = before[:head] + f'\n<script nonce="{nonce}">{MATHJAX_STAND_IN}</script>' + before[head:]
     after, handlers_after = own_scripts(after, static_prefix, nonce)
     return before + notebook + after, submission_policy(nonce, handlers_before + handlers_after)
 
