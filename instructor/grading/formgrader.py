@@ -20,6 +20,13 @@ the server stays responsive and the pipeline's process-wide state never touches 
 replies have the shape formgrader's JavaScript expects (``success``, ``log``, ``error``); the log
 names the score, the flags and the integrity notes.
 
+The submission page (``/formgrader/submissions/<id>/``, where the instructor reads and grades a
+student's notebook inside the authenticated Jupyter server) is served by
+:func:`secure_submission_page`: the notebook part through Ammonia (``nh3``), formgrader's own template
+around it with a per-request nonce on its scripts, and a ``Content-Security-Policy`` header that runs
+those scripts only, so a sanitizer miss still runs nothing in the instructor's origin. Files of a
+submission's folder (``/formgrader/submissions/<id>/<file>``) are served in a CSP ``sandbox``.
+
 The instructor lab (``python -m autograder.lab --instructor``) turns this extension on in place of
 ``nbgrader.server_extensions.formgrader``. Were both on, this one still wins: jupyter_server loads
 extensions in name order and tornado serves the first matching rule.

@@ -30,7 +30,13 @@ and the recorder's notebooks stay identical, and after execution for outputs); `
 runs it again with ``HTMLExporter.sanitize_html`` on and this module's :func:`clean_html` as the
 template's ``clean_html`` filter; formgrader's exporter gets the same from ``nbgrader_config.py``, so a
 notebook that never went through this pipeline is made inert when formgrader renders it.
-``tests/test_sanitize.py`` tests the pieces; ``tests/test_inert_html.py`` opens the real pages in
+Cell by cell is not enough: markup split across cells (``<!--`` in one markdown cell, ``-->`` inside an
+attribute of the next) forms a tag only on the assembled page. So the whole rendered page goes
+through a second, parser-based sanitizer, Ammonia (``nh3``): :func:`clean_page` for the feedback
+page (plus a ``script-src 'none'`` Content-Security-Policy ``<meta>``), :func:`clean_fragment` for the
+notebook part of formgrader's page (``instructor/grading/formgrader.py`` adds a nonce-only policy
+header). Output metadata ``width``/``height`` (written unquoted by nbconvert) stay only as numbers.
+``tests/test_html_two_layers.py`` shows each layer holding alone in Chromium. ``tests/test_sanitize.py`` tests the pieces; ``tests/test_inert_html.py`` opens the real pages in
 Chromium with the hostile sample ``tests/hostile/00_orientation/html_payloads.py``.
 """
 from __future__ import annotations
