@@ -21,7 +21,7 @@ from pathlib import Path
 
 from . import isolation
 from .limits import REPO, Limits, apply_rlimits
-from .workspace import give_to, new_session_keyring
+from .workspace import give_to, new_session_keyring, open_log
 
 KERNEL_NAME = "course-sandbox"
 
@@ -82,7 +82,7 @@ def kernel_main(connection_file: str) -> None:
         env["COURSE_VERDICTS"] = verdicts
         extra_ro.append(Path(verdicts))
     # The kernel's own banner and logs are not the grader's output: keep them in the run folder.
-    log = os.open(str(rundir / "kernel.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    log = open_log(rundir / "kernel.log")  # as root, in a folder an earlier kernel could write: no link followed
     os.dup2(log, 1)
     os.dup2(log, 2)
     if sandboxed:

@@ -44,7 +44,7 @@ from .kernel import (HUNG_AFTER_LOOP_SECONDS, HUNG_CELL_SECONDS, KERNEL_NAME, ke
 from .limits import GIB, REPO, Limits, RunResult, apply_rlimits, describe_exit
 from .results import (MAX_NODES, MAX_PICKLE_BYTES, MAX_RECORDS, ResultTooLarge, check_loaded, check_result_file,
                       load_data)
-from .workspace import (WORKSPACE_PREFIXES, Workspace, can_bound_disk, clear_keyrings, give_to,
+from .workspace import (WORKSPACE_PREFIXES, Workspace, can_bound_disk, clear_keyrings, give_to, open_log,
                         new_session_keyring, sweep_leftovers)
 
 __all__ = [  # what callers use as ``sandbox.<name>``; each defined in the module that owns it
@@ -54,7 +54,7 @@ __all__ = [  # what callers use as ``sandbox.<name>``; each defined in the modul
     "sandboxed_execute_class", "source_key", "use_kernel_launcher", "write_kernelspec",
     "GIB", "REPO", "Limits", "RunResult", "apply_rlimits", "describe_exit",
     "MAX_NODES", "MAX_PICKLE_BYTES", "MAX_RECORDS", "ResultTooLarge", "check_loaded", "check_result_file", "load_data",
-    "WORKSPACE_PREFIXES", "Workspace", "can_bound_disk", "clear_keyrings", "give_to", "new_session_keyring",
+    "WORKSPACE_PREFIXES", "Workspace", "can_bound_disk", "clear_keyrings", "give_to", "new_session_keyring", "open_log",
     "sweep_leftovers",
     "python", "report", "run", "status", "warn_if_unsandboxed",
 ]
@@ -131,7 +131,7 @@ def run(command: list[str], scratch: Path, *, limits: Limits | None = None, wall
     timed_out = False
     waking = cgroup.start_waking() if cgroup is not None and cgroup.active else None
     err_path = scratch / ".sandbox-stderr"
-    with open(err_path, "wb") as err:
+    with os.fdopen(open_log(err_path), "wb") as err:
         proc = subprocess.Popen(argv, cwd=scratch, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=err, preexec_fn=pre, close_fds=True,
                                 env=None if sandboxed else isolation.unsandboxed_env(scratch, env))

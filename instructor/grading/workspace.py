@@ -95,6 +95,28 @@ def _give_below(dir_fd: int, uid: int, depth: int) -> None:
                 pass
 
 
+def open_log(path: Path) -> int:
+    """A file descriptor to append to ``path``, a log in a folder a run could write, opened by root:
+    never through a link (``O_NOFOLLOW``), never a FIFO or device (``O_NONBLOCK``, then ``fstat``), never a
+    file with a second hard link. Whatever else is there is replaced by a new file; failing that, the
+    log goes to ``/dev/null``."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags | os.O_CREAT, 0o644)
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+            os.set_blocking(fd, True)
+            return fd
+        os.close(fd)
+    except OSError:
+        pass
+    try:
+        os.unlink(path)  # unlink never follows the last component: a link goes, its target stays
+        return os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+    except OSError:
+        return os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+
+
 #: what a uid's processes leave in the kernel's keyrings outlives them (keyrings are per uid, in no
 #: namespace): cleared, as that uid, when a submission's workspace opens and closes (the pre-started
 #: sandbox clears them itself)
