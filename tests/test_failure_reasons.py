@@ -194,3 +194,17 @@ def test_a_grading_that_fails_says_why_not_see_the_above_traceback(tmp_path, mon
     ledger = json.loads((work / "grading-ledger.json").read_text())
     assert ledger[f"no_kernel/{ASSIGNMENT}"]["result"]["error"] == reason
     assert first in printed.err and "no_such_kernel_module_4711" in printed.err
+
+
+def test_the_probe_driver_s_own_failure_reaches_its_error_output(tmp_path):
+    """The driver silences sys.stderr (what a notebook prints does not matter); a failure of the driver
+    itself is written to file descriptor 2, the .sandbox-stderr the grader reads, not lost with it."""
+    import subprocess
+    import sys
+
+    from instructor.hidden import probe_driver
+
+    proc = subprocess.run([sys.executable, probe_driver.__file__, str(tmp_path / "no-such-job.pt"), str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "Traceback" in proc.stderr and "no-such-job.pt" in proc.stderr, proc.stderr[-2000:]
