@@ -87,4 +87,9 @@ c.Exchange.root = str(Path(__file__).resolve().parent / "grading" / "exchange")
 # another account than the student it names, stamped in the future, with an edited timestamp.txt, or
 # holding links is refused and logged as an error naming it (the collect then fails, the others are
 # collected); plain nbgrader collects such a folder with a "cheating attempt?" warning.
-c.ExchangeFactory.collect = "instructor.grading.exchange.CourseExchangeCollect"
+# Only where the instructor's code is importable: a student's server (the Assignments list, whose
+# ExchangeFactory resolves every class it names) reads this file too and has no `instructor/`.
+import importlib.util  # noqa: E402
+
+if importlib.util.find_spec("instructor") is not None:
+    c.ExchangeFactory.collect = "instructor.grading.exchange.CourseExchangeCollect"

@@ -231,11 +231,13 @@ def test_outputs_are_bounded_per_notebook(hostile_batch):
 # checks inside it, no confirmation), each of these must score above what the pipeline gives it.
 # Only attacks harmless to the machine running the tests are graded unguarded.
 
-UNGUARDED = ("patch_checks", "sys_modules", "allclose_patch", "read_source", "reference_import", "behaves_differently")
+UNGUARDED = ("patch_checks", "sys_modules", "read_source", "reference_import", "behaves_differently")
 #: Attacks that fail even in nbgrader's own kernel, stopped by the checks' design rather than by the sandbox:
 #: a probe sends back plain data (an ``Anything`` list arrives as a list) and holds no expected value
 #: (the judge computes it afterwards, elsewhere), so there is nothing to gain from ``__eq__`` or the stack.
-STOPPED_BY_THE_CHECKS = ("eq_always_true", "stack_frames")
+#: ``allclose_patch`` joined them when assignment 0's check began drawing the function to differentiate
+#: at grading time: the visible test it fools is worth nothing without the hidden check's own comparison.
+STOPPED_BY_THE_CHECKS = ("eq_always_true", "stack_frames", "allclose_patch")
 
 
 @pytest.fixture(scope="session")

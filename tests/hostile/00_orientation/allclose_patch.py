@@ -1,6 +1,6 @@
 # about: torch.allclose / torch.testing.assert_close / torch.equal always true, with an autograd answer whose
-# about: values are wrong (the gradient of x**2, not x**3); the rest is ben's. Unguarded this lifts the
-# about: wrong answer to full marks; the judge compares outside the kernel.
+# about: values are wrong (the gradient of x**2, not x**3); the rest is ben's. It fools the visible test; the
+# about: hidden check draws the function at grading time and compares by its own means, in the kernel too.
 # base: 00_orientation/ben
 # expect: auto=2
 
