@@ -137,7 +137,20 @@ def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: boo
         for path in paths:
             print(f"export:   {fmt:<10} {path}")
     print(f"feedback: {workdir / 'feedback'}/<student>/<assignment>/*.html")
+    print(f"report:   {_class_report(results, outdir, workdir)}")
     return 1 if (problems or failed) else 0
+
+
+def _class_report(results: list[course.Result], outdir: Path, workdir: Path) -> str:
+    """The class report of this run's results (:mod:`.report`), next to grades.csv: its path, or why it
+    was not written (a report that cannot be drawn never fails the grading)."""
+    from . import report
+
+    try:
+        return str(report.write_report(results, outdir / report.REPORT_NAME,
+                                       source=f"grading {len(results)} submission(s) in the course folder {workdir}"))
+    except Exception as err:  # noqa: BLE001 - the grades are written; the report is extra
+        return f"not written ({type(err).__name__}: {err})"
 
 
 def cmd_grade(args) -> int:
@@ -146,6 +159,23 @@ def cmd_grade(args) -> int:
     return _grade_and_report(subs, problems, workdir, Path(args.out or workdir), not args.no_progress,
                              jobs=args.jobs or (os.cpu_count() or 1), force=args.force, scheduler=args.scheduler,
                              exports=args.export or [])
+
+
+def cmd_report(args) -> int:
+    """The class report rebuilt from what grading recorded in the course folder (its ledger)."""
+    from . import report
+
+    workdir = Path(args.workdir)
+    try:
+        results = report.results_from_ledger(workdir)
+    except report.ReportError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else workdir / report.REPORT_NAME
+    path = report.write_report(results, out, source=f"{workdir.resolve() / 'grading-ledger.json'} "
+                                                    f"({len(results)} submission(s))")
+    print(f"report:   {path}")
+    return 0
 
 
 def cmd_selfgrade(args) -> int:
@@ -390,6 +420,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true",
                    help="grade every submission again, also those unchanged since they were last graded")
     p.set_defaults(func=cmd_grade)
+
+    p = sub.add_parser("report", help="the class report (HTML) rebuilt from what grading recorded",
+                       description="Write the class report (one offline HTML page: what to re-teach, score "
+                                   "distributions, causes of failure, flagged submissions, grading times) from "
+                                   "the grading ledger of a course folder; `grade` writes it too.")
+    p.add_argument("--workdir", default=str(REPO),
+                   help="the course folder graded in (the --workdir of `grade`; default: the repository)")
+    p.add_argument("--out", metavar="FILE", help="the page to write (default: WORKDIR/class-report.html)")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("selfgrade", help="grade one filled-in notebook against the hidden tests")
     p.add_argument("notebook", metavar="NOTEBOOK")
