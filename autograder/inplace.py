@@ -99,9 +99,10 @@ class Site:
 
     @property
     def where(self) -> str:
-        """``path:line`` (relative to the working directory when inside it), or ``cell line N``."""
+        """``path:line`` (relative to the working directory when inside it), or, in a notebook, the
+        cell named as Jupyter names it in a traceback: ``Cell In[6], line 2`` (see :func:`cell_name`)."""
         if self.is_cell:
-            return f"cell line {self.lineno}"
+            return f"{cell_name(self.filename)}, line {self.lineno}"
         path = self.filename
         if not path.startswith("<"):
             here = os.getcwd() + os.sep
@@ -113,6 +114,28 @@ class Site:
     def source(self) -> str:
         """The line's text; linecache also knows IPython cells."""
         return linecache.getline(self.filename, self.lineno).strip()
+
+
+def cell_name(filename: str) -> str:
+    """A notebook cell as Jupyter's tracebacks name it: ``Cell In[6]`` (its execution count, from
+    IPython's own map of cell file names), else ``cell "its first line"``, else the file name."""
+    ipython = sys.modules.get("IPython")
+    shell = None
+    if ipython is not None:
+        with contextlib.suppress(Exception):
+            shell = ipython.get_ipython()
+    named = None
+    with contextlib.suppress(Exception):
+        named = shell.compile.format_code_name(filename) if shell is not None else None
+    if named:
+        return " ".join(named)   # IPython's ("Cell", "In[6]")
+    old = re.match(r"<ipython-input-(\d+)-", filename)
+    if old:
+        return f"Cell In[{old.group(1)}]"
+    first = next((line.strip() for line in linecache.getlines(filename) if line.strip()), "")
+    if first:
+        return f'cell "{first if len(first) <= 40 else first[:39] + "…"}"'
+    return filename if filename.startswith("<") else f"cell {filename}"
 
 
 def _user_frames(frame) -> tuple:

@@ -340,7 +340,9 @@ def test_notebook_cell_lines_are_shown_with_their_source():
         text = str(info.value)
     finally:
         linecache.cache.pop(cell, None)
-    assert "saved at version 0 by sigmoid at cell line 1; written at cell line 2 (0 → 1)" in text
+    # no IPython here to give the cell's number: the cell is named by its first line
+    assert 'saved at version 0 by sigmoid at cell "y = x.sigmoid()", line 1; ' \
+           'written at cell "y = x.sigmoid()", line 2 (0 → 1)' in text, text
     assert "y[:, 0:2] = y[:, 0:2] * 2" in text
 
 
@@ -674,8 +676,11 @@ def test_extension_prints_the_report_and_leaves_the_error_alone(shell, capsys):
     traceback_end = out.index("is at version 2; expected version 0 instead")
     assert out[:traceback_end] == without[:without.index("is at version 2; expected version 0 instead")]
     report = out[traceback_end:]
-    assert "saved at version 0 by sigmoid at cell line 2; written at cell line 3 (0 → 1) " \
-           "and cell line 4 (1 → 2)" in report, report
+    cell = f"Cell In[{shell.execution_count}]"              # as IPython's traceback above names it
+    assert f"{cell}, line 5" in out[:traceback_end]
+    assert f"(error raised at {cell}, line 5)" in report, report
+    assert f"saved at version 0 by sigmoid at {cell}, line 2; written at {cell}, line 3 (0 → 1) " \
+           f"and {cell}, line 4 (1 → 2)" in report, report
     first, second = report.index("# first write"), report.index("# second write")
     assert 0 < first < second                               # the writing lines, in order
     assert torch._C._len_torch_dispatch_stack() == 0        # nothing left on the mode stack
@@ -687,6 +692,30 @@ def test_extension_is_silent_on_clean_cells_and_other_errors(shell, capsys):
     assert result.success and out == ""
     result, out = _run(shell, capsys, "torch.ones(2) @ torch.ones(3)")
     assert isinstance(result.error_in_exec, RuntimeError) and "In-place" not in out
+
+
+def test_report_names_the_save_cell_and_the_error_cell_as_jupyter_does(shell, capsys):
+    """Saved and written in one cell, backward in the next: each site is named by its own cell, the way
+    IPython's traceback names a cell (``Cell In[N], line L``), never a bare "cell line L"."""
+    first = shell.run_cell("from autograder.inplace import locate_inplace\n"
+                           "loc = locate_inplace(annotate=False).__enter__()\n"
+                           "p = torch.randn(3, requires_grad=True)\n"
+                           "y = p.exp()\n"
+                           "y.mul_(2)\n", store_history=True)
+    save_cell = first.execution_count
+    capsys.readouterr()
+    second = shell.run_cell("try:\n"
+                            "    y.sum().backward()\n"
+                            "except RuntimeError as e:\n"
+                            "    err = e\n"
+                            "loc.__exit__(None, None, None)\n"
+                            "print(loc.explain(err))\n", store_history=True)
+    out = _ANSI.sub("", capsys.readouterr().out)
+    assert second.success and second.execution_count == save_cell + 1, out
+    assert f"(error raised at Cell In[{save_cell + 1}], line 2)" in out, out
+    assert (f"saved at version 0 by exp at Cell In[{save_cell}], line 4; "
+            f"written at Cell In[{save_cell}], line 5 (0 → 1)") in out, out
+    assert "cell line" not in out
 
 
 def test_extension_explains_a_caught_error_and_unloads(shell, capsys):
@@ -701,7 +730,9 @@ def test_extension_explains_a_caught_error_and_unloads(shell, capsys):
               "except RuntimeError as err:\n"
               "    print(explain(err))\n")
     result, out = _run(shell, capsys, caught)
-    assert result.success and "saved at version 0 by exp at cell line 4; written at cell line 5 (0 → 1)" in out
+    cell = f"Cell In[{shell.execution_count}]"
+    assert result.success and f"saved at version 0 by exp at {cell}, line 4; written at {cell}, line 5 (0 → 1)" in out
+    assert f"(error raised at {cell}, line 6)" in out
     # forward in one cell, backward in the next: PyTorch's numbers and a hint, no lines
     _run(shell, capsys, "y = p.exp()\ny.add_(1)")
     _, out = _run(shell, capsys, "y.sum().backward()")
