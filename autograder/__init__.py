@@ -17,18 +17,20 @@ Modules, by what they hold:
 * :mod:`autograder.cli`           — ``python -m autograder``: hands the grading commands to the
   repository's instructor side (``instructor/``), which a student install does not have.
 * :mod:`autograder.check`         — ``autograder.check()``: points per question from the visible tests,
-  in the notebook (``hidden=True``: also the hidden ones, through ``selfgrade``, in a clone).
+  in the notebook (``hidden=True``: also the hidden ones, through ``selfgrade``, in a clone);
+* :mod:`autograder.handin`        — ``autograder.export()``: a validated hand-in zip for an LMS (Binder, Colab).
 
 The instructor side lives in the repository's ``instructor/`` folder: ``instructor.grading``
 (nbgrader plumbing, the sandbox, the confirmation run, samples) and ``instructor.hidden`` (the hidden
 checks of each assignment, as probes and judges, with the reference answers).
 """
-__all__ = ["check", "course_device", "describe_environment", "seed_everything", "setup_notebook", "test_configs"]
+__all__ = ["check", "export", "course_device", "describe_environment", "seed_everything", "setup_notebook", "test_configs"]
 __version__ = "0.1.0"
 
 # Bound here, at import, so that ``autograder.check`` is the function, not its module (importing a
 # submodule later does not rebind the name). The module imports neither torch nor instructor/.
 from .check import check  # noqa: E402
+from .handin import export  # noqa: E402
 
 
 def __getattr__(name):

@@ -145,3 +145,42 @@ def test_a_member_named_outside_the_folder_lands_inside_it(tmp_path):
     written = [p for p in tmp_path.rglob("*.ipynb")]
     assert sorted(written) == sorted(m.path for m in out.mapped)
     assert all(p.is_relative_to(tmp_path / "deep" / "h") for p in written)
+
+
+def test_a_hand_in_zip_from_export_inside_a_canvas_download_is_mapped(tmp_path):
+    """End to end without the LMS: a student exports a renamed copy (validated by nbgrader's own
+    Validator), Canvas renames the upload, the instructor imports the bulk download."""
+    from autograder.handin import export
+
+    work = tmp_path / "student"
+    work.mkdir()
+    mine = work / f"{A2}-Copy1.ipynb"
+    mine.write_bytes(_release(A2))
+    report = export(str(mine))
+    assert report.graded_name == f"{A2}.ipynb" and report.validated
+    assert report.failed, "an unanswered release notebook must report its open tasks"
+    assert "still open" in str(report)
+    again = export(str(mine), validate=False)
+    assert again.zip_path != report.zip_path and report.zip_path.exists(), "an earlier hand-in is never overwritten"
+    src = _zip(tmp_path / "canvas.zip", {f"roezoe_LATE_333_907_{report.zip_path.name}": report.zip_path.read_bytes(),
+                                         "roezoe_333_908_empty.zip": _zip(tmp_path / "e.zip", {"a.txt": b"x"}).read_bytes()})
+    out = import_bulk(src, tmp_path / "h", "canvas")
+    [m] = out.mapped
+    assert (m.student, m.assignment, m.path.name, m.late) == ("roezoe", A2, f"{A2}.ipynb", True)
+    assert m.path.read_bytes() == mine.read_bytes()
+    assert dict(out.unmapped) == {"roezoe_333_908_empty.zip": "a zip with no notebook (.ipynb) in it"}
+
+
+def test_export_refuses_a_notebook_the_grader_could_not_score(tmp_path):
+    from autograder.handin import HandinRefused, export
+
+    nb = json.loads(_release(A2))
+    nb["cells"] = [c for c in nb["cells"] if not c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+    p = tmp_path / f"{A2}.ipynb"
+    p.write_text(json.dumps(nb))
+    with pytest.raises(HandinRefused, match="graded cells were deleted"):
+        export(str(p), validate=False)
+    p.write_text("{not json")
+    with pytest.raises(HandinRefused, match=r"not a readable notebook"):
+        export(str(p), validate=False)
+    assert not list(tmp_path.glob("*.zip"))

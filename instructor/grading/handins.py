@@ -212,6 +212,37 @@ def _members(src: Path) -> list[tuple[str, bytes | None, str]]:
     return out
 
 
+def _expand(members: list[tuple[str, bytes | None, str]]) -> list[tuple[str, bytes | None, str, str | None]]:
+    """Members with every hand-in zip (``autograder.export()``'s, uploaded to the LMS) opened, one level:
+    (name in the download, bytes, why not, the notebook's name inside the zip or None)."""
+    out = []
+    for name, data, why in members:
+        if why or not name.lower().endswith(".zip"):
+            out.append((name, data, why, None))
+            continue
+        try:
+            inner = zipfile.ZipFile(io.BytesIO(data))
+        except zipfile.BadZipFile as err:
+            out.append((name, None, f"a zip that cannot be opened ({err})", None))
+            continue
+        with inner:
+            notebooks = [i for i in inner.infolist() if i.filename.endswith(NB_EXT) and not i.is_dir()
+                         and not PurePosixPath(i.filename).name.startswith(".")]
+            if not notebooks:
+                out.append((name, None, "a zip with no notebook (.ipynb) in it", None))
+            for i in notebooks:
+                if i.file_size > MAX_NOTEBOOK_BYTES:
+                    out.append((f"{name}!{i.filename}", None,
+                                f"{i.file_size:,} bytes, over the {MAX_NOTEBOOK_BYTES:,}-byte limit", None))
+                    continue
+                with inner.open(i) as f:
+                    body = f.read(MAX_NOTEBOOK_BYTES + 1)
+                out.append((name, None, "larger than its zip entry says; not read", None)
+                           if len(body) > MAX_NOTEBOOK_BYTES
+                           else (name, body, "", PurePosixPath(i.filename).name))
+    return out
+
+
 def _parse_name(name: str, lms: str) -> tuple[str, str | None, str, str, bool, str]:
     """(lms, student name, user id, file name, late, why not) for one member's path."""
     parts = PurePosixPath(name).parts
@@ -249,7 +280,7 @@ def import_bulk(src: Path, dest: Path, lms: str = "auto", roster: list[Student] 
                           "(give a new folder)")
     out = Imported()
     chosen: dict[tuple[str, str], tuple[int, str, bytes, str, str, bool]] = {}
-    for order, (name, data, why) in enumerate(_members(src)):
+    for order, (name, data, why, inner) in enumerate(_expand(_members(src))):
         if PurePosixPath(name).name.startswith(".") or "__MACOSX" in PurePosixPath(name).parts:
             continue
         if why:
@@ -259,6 +290,8 @@ def import_bulk(src: Path, dest: Path, lms: str = "auto", roster: list[Student] 
         if why:
             out.unmapped.append((name, why))
             continue
+        if inner is not None:   # a hand-in zip: the notebook inside it names the file
+            name, filename = f"{name}!{inner}", inner
         if not filename.endswith(NB_EXT):
             out.unmapped.append((name, "not a notebook (.ipynb)"))
             continue
