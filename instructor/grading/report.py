@@ -241,7 +241,7 @@ class _Plots:
         with matplotlib.rc_context(self.rc):
             return self.Figure(figsize=(w, h), dpi=100, layout="constrained")
 
-    def histogram(self, scores: list[float], max_score: float, title: str, w=2.6, h=1.7) -> str:
+    def histogram(self, scores: list[float], max_score: float, title: str, w=2.05, h=1.6) -> str:
         """Bars: how many submissions got each score (0 .. max), red/amber/green."""
         import matplotlib
 
@@ -264,7 +264,7 @@ class _Plots:
                     ax.annotate(str(counts[v]), (x, counts[v]), ha="center", va="bottom", fontsize=8)
             return self.png(fig)
 
-    def pending(self, n: int, title: str, w=2.6, h=1.7) -> str:
+    def pending(self, n: int, title: str, w=2.05, h=1.6) -> str:
         import matplotlib
 
         with matplotlib.rc_context(self.rc):
@@ -289,11 +289,11 @@ class _Plots:
                 ax.set_xlabel("seconds to grade one submission")
                 ax.set_ylabel("submissions")
                 return self.png(fig)
-            fig = self.figure(7.5, 0.6 + 0.24 * len(rs))
+            phased = any(r.phases for r in rs)
+            fig = self.figure(9.0, (0.9 if phased else 0.6) + 0.24 * len(rs))
             ax = fig.add_subplot()
             labels = [_short(f"{r.student} / {r.assignment}", 48) for r in rs]
             ys = list(range(len(rs)))[::-1]
-            phased = any(r.phases for r in rs)
             if phased:
                 left = [0.0] * len(rs)
                 names = [p for p in PHASE_COLOURS if any(p in r.phases for r in rs)]
@@ -305,7 +305,7 @@ class _Plots:
                 rest = [max(0.0, r.seconds - l) for r, l in zip(rs, left)]
                 if any(x > 0.05 for x in rest):
                     ax.barh(ys, rest, left=left, color="#dddddd", label="other", height=0.7)
-                ax.legend(loc="lower right", fontsize=7, ncols=4, frameon=False)
+                fig.legend(loc="outside upper left", fontsize=7, ncols=8, frameon=False)
             else:
                 ax.barh(ys, [r.seconds for r in rs], color=[RED if not r.ok else "#4c72b0" for r in rs], height=0.7)
             for y, r in zip(ys, rs):
@@ -325,7 +325,7 @@ def _short(text: str, n: int) -> str:
 # --------------------------------------------------------------------------- the page
 
 STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1180px;
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1240px;
  padding:0 16px;color:#1d1d1f}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:28px 0 8px;border-bottom:2px solid #e3e3e3;padding-bottom:4px}
 h3{font-size:15px;margin:18px 0 6px}.meta{color:#555;margin:0 0 4px}.muted{color:#666}
@@ -335,7 +335,7 @@ h3{font-size:15px;margin:18px 0 6px}.meta{color:#555;margin:0 0 4px}.muted{color
 ul.causes{margin:2px 0 0;padding-left:18px}ul.causes li{margin:1px 0}
 .n{display:inline-block;min-width:2.2em;font-weight:600;color:#c0392b}.hint{color:#555;font-size:12.5px}
 .grid{display:flex;flex-wrap:wrap;gap:8px}figure{margin:0;border:1px solid #e3e3e3;border-radius:6px;padding:4px;
- background:#fff}figure.total{border-color:#999}figcaption{font-size:12px;color:#444;max-width:260px;
+ background:#fff}figure.total{border-color:#999}figcaption{font-size:12px;color:#444;max-width:205px;
  overflow-wrap:anywhere}table{border-collapse:collapse;width:100%;margin:4px 0 10px}
 th,td{border-bottom:1px solid #e6e6e6;padding:4px 8px;text-align:left;vertical-align:top;font-size:13px}
 th{background:#f5f5f5}td.c{text-align:right;font-weight:600;white-space:nowrap}
@@ -419,14 +419,14 @@ def build_html(results: list[Result], *, source: str, generated: str | None = No
         mean = sum(totals) / len(totals)
         w(f"<p class=\"muted\">{len(rs)} graded; autograded total: mean {mean:.1f} of {_pts(amax)}, "
           f"{sum(1 for x in totals if x >= amax)} with full marks.</p><div class=\"grid\">")
-        img = plots.histogram(totals, amax, "autograded total", w=3.2, h=1.7)
+        img = plots.histogram(totals, amax, "autograded total", w=2.6, h=1.6)
         w(f"<figure class=\"total\"><img src=\"{img}\" alt=\"histogram: {esc(a)} autograded total\" "
           f"data-assignment=\"{esc(a)}\" data-question=\"(total)\"><figcaption>autograded total "
           f"(of {_pts(amax)})</figcaption></figure>")
         for (ta, gid), t in tasks.items():
             if ta != a:
                 continue
-            title = _short(gid, 34)
+            title = _short(gid, 30)
             img = (plots.histogram(t.scores, t.max_score, title) if t.scores else plots.pending(t.pending, title))
             kind = "" if t.kind == "auto" else f", {t.kind}"
             cap = (f"{esc(gid)} ({_pts(t.max_score)} pt{esc(kind)}): "

@@ -1,0 +1,309 @@
+"""The class report (issue #29, item 4): after ``grade`` and as ``python -m autograder report``, one offline
+HTML page: what to re-teach first, a histogram per question, the hidden checks' causes of failure per
+task (counted), the flagged submissions, the grading time per submission; no script in it.
+
+The demo class (``python -m autograder demo``'s handful of samples) is graded once for the module; every
+expected number is derived from its Results, never written down here. Chromium loads the page (every
+image decodes, no console error), and a hostile student id / flag / reason stays text — with a control
+page, built with neither escaping nor the policy, where the same payloads do run.
+"""
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from html.parser import HTMLParser
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from instructor.grading import cli, course, report  # noqa: E402
+from instructor.grading.pipeline import QuestionScore, Result  # noqa: E402
+
+
+def run(*args):
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+class Page(HTMLParser):
+    """The report's elements that carry data: images, rows and list items with their data-* attributes."""
+
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=True)
+        self.imgs, self.rows, self.items, self.scripts = [], [], [], 0
+        self._row = None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "img":
+            self.imgs.append(a)
+        elif tag == "script":
+            self.scripts += 1
+        elif tag == "tr" and any(k.startswith("data-") for k in a):
+            self._row = {**a, "text": ""}
+            self.rows.append(self._row)
+        elif tag == "li" and "data-task" in a:
+            self.items.append(a)
+
+    def handle_endtag(self, tag):
+        if tag == "tr":
+            self._row = None
+
+    def handle_data(self, data):
+        if self._row is not None:
+            self._row["text"] += data
+
+
+def _without_generated(text: str) -> str:
+    return re.sub(r'<p class="meta muted">generated .*?</p>', "", text)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """The demo's samples graded (two cores) the way ``demo`` grades them; the Results kept."""
+    root = tmp_path_factory.mktemp("class-report")
+    out, err = io.StringIO(), io.StringIO()
+    graded: list[Result] = []
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        chosen = cli._demo_submissions(root / "incoming", False, None)
+        subs, problems = course.collect_submissions(root / "incoming")
+        status = cli._grade_and_report(subs, problems, root / "course", root / "out", progress=False, jobs=2,
+                                       force=True, keep=graded)
+    page = root / "out" / report.REPORT_NAME
+    assert status == 0 and page.is_file(), out.getvalue()[-3000:] + err.getvalue()[-3000:]
+    assert not cli.demo_mismatches(chosen, graded), cli.demo_mismatches(chosen, graded)
+    return SimpleNamespace(root=root, course=root / "course", page=page, html=page.read_text(encoding="utf-8"),
+                           results=graded, stdout=out.getvalue())
+
+
+# --------------------------------------------------------------------------- after `grade`: the page's content
+
+@pytest.mark.slow
+def test_grade_prints_the_report_path_last(demo):
+    last = [l for l in demo.stdout.strip().splitlines() if l.strip()][-1]
+    assert last == f"report:   {demo.page}", demo.stdout[-1500:]
+
+
+@pytest.mark.slow
+def test_every_question_of_every_graded_assignment_has_a_histogram(demo):
+    page = Page(demo.html)
+    assert page.scripts == 0 and 'http-equiv="Content-Security-Policy"' in demo.html
+    assert f'content="{report.CSP}"' in demo.html
+    hists = {(i.get("data-assignment"), i.get("data-question")): i["src"] for i in page.imgs
+             if i.get("alt", "").startswith("histogram: ")}
+    wanted = {(r.assignment, q.grade_id) for r in demo.results if r.ok for q in r.questions}
+    wanted |= {(a, "(total)") for a in {r.assignment for r in demo.results if r.ok}}
+    assert len(wanted) >= 10 and wanted <= set(hists), sorted(wanted - set(hists))
+    for key, src in hists.items():
+        assert src.startswith("data:image/png;base64,"), key
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n", key
+    assert any(i.get("data-plot") == "time" for i in page.imgs)
+
+
+@pytest.mark.slow
+def test_the_causes_are_the_hidden_checks_verdicts_counted(demo):
+    """Each failing autograded test cell counted under its verdict's first line: counted here from the
+    Results the grading returned, compared with the page's table."""
+    expected = Counter()
+    students = {}
+    for r in demo.results:
+        if not r.ok:
+            continue
+        for q in r.questions:
+            if q.kind == "auto" and q.score is not None and q.score < q.max_score:
+                v = r.verdicts[q.grade_id]
+                assert v["passed"] is False, (r.student, q.grade_id, v)
+                first = v["message"].strip().splitlines()[0].strip()
+                key = (f"{r.assignment}/{q.grade_id}", report.cause_of(first))
+                assert report.cause_of(first) == " ".join(first.split()) or re.search(r"\d", first)
+                expected[key] += 1
+                students.setdefault(key, set()).add(r.student)
+    rows = {(row["data-task"], row["data-cause"]): row for row in Page(demo.html).rows if "data-cause" in row}
+    assert {k: int(row["data-count"]) for k, row in rows.items()} == dict(expected)
+    for key, who in students.items():
+        for s in who:
+            assert s in rows[key]["text"], (key, s)
+    # the demo's silent-wrong fix: decode on p.detach() is caught, and its cause names the lost gradient
+    detach = [k for k in expected if "detach_fix" in students[k]]
+    assert detach and any("gradient" in cause for _, cause in detach), detach
+    # a cause shared by two students is counted once with 2
+    assert max(expected.values()) >= 2
+
+
+@pytest.mark.slow
+def test_what_to_reteach_comes_first_ranked_by_points_lost(demo):
+    lost = Counter()
+    for r in demo.results:
+        for q in r.questions if r.ok else []:
+            if q.kind == "auto" and q.score is not None:
+                lost[f"{r.assignment}/{q.grade_id}"] += q.max_score - q.score
+    page = Page(demo.html)
+    headline = [i["data-task"] for i in page.items]
+    assert headline and demo.html.index('id="reteach"') < demo.html.index('id="scores"')
+    assert [lost[t] for t in headline] == sorted((lost[t] for t in headline), reverse=True)
+    assert lost[headline[0]] == max(lost.values()) > 0
+    assert set(headline) == {t for t, v in lost.items() if v > 0} or len(headline) == report.TOP_TASKS
+
+
+@pytest.mark.slow
+def test_flagged_submissions_are_listed_with_each_line(demo):
+    flagged = [r for r in demo.results if r.flags or r.integrity or not r.ok]
+    assert flagged, "the demo grades a cheat: it must be flagged"
+    rows = [row for row in Page(demo.html).rows if "data-submission" in row]
+    for r in flagged:
+        mine = [row for row in rows if row["data-submission"] == f"{r.student}/{r.assignment}"]
+        texts = " ".join(" ".join(row["text"].split()) for row in mine)
+        for line in r.flags + r.integrity:
+            assert " ".join(line.split()) in texts, line
+        assert {row["data-kind"] for row in mine} == ({"flag"} if r.flags else set()) | (
+            {"integrity"} if r.integrity else set()) | (set() if r.ok else {"error"})
+    assert {row["data-submission"] for row in rows} == {f"{r.student}/{r.assignment}" for r in flagged}
+
+
+@pytest.mark.slow
+def test_the_report_command_rebuilds_the_same_page_from_what_grading_recorded(demo, tmp_path):
+    out = tmp_path / "again.html"
+    proc = run("report", "--workdir", str(demo.course), "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == f"report:   {out}"
+    assert _without_generated(out.read_text(encoding="utf-8")) == _without_generated(demo.html)
+
+
+def test_the_report_command_without_grading_names_the_folder_and_what_is_missing(tmp_path):
+    proc = run("report", "--workdir", str(tmp_path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"error: {tmp_path}: nothing graded here yet: no grading-ledger.json"), proc.stderr
+    proc = run("report", "--workdir", str(tmp_path / "nope"))
+    assert proc.returncode == 2 and f"error: {tmp_path / 'nope'}: no such folder" in proc.stderr
+    assert not list(tmp_path.iterdir()), "nothing is written when there is nothing to report"
+
+
+def test_the_same_cause_from_different_students_groups_together():
+    a = ("no gradient reached the model at its optimizer step (call 2, parameter 0)\n  for input: a\n"
+         "  expected : x\n  try next : keep the graph.")
+    b = "no gradient reached  the model at its optimizer step (call 3, parameter 1)\n  for input: b\n  got : y"
+    assert report.cause_of(a) == report.cause_of(b) == \
+        "no gradient reached the model at its optimizer step (call #, parameter #)"
+    assert report.cause_of("decode writes in place into a tensor autograd saved for backward\n  x") != report.cause_of(a)
+    assert report.cause_of("x has the wrong dtype\n  expected : torch.float16") == "x has the wrong dtype"
+    assert report.hint_of(a) == "keep the graph."
+
+
+def test_the_page_is_the_same_for_the_same_results():
+    rs = _synthetic()
+    one = report.build_html(rs, source="s", generated="g")
+    two = report.build_html(list(reversed(rs)), source="s", generated="g")
+    assert one == two
+
+
+# --------------------------------------------------------------------------- hostile text
+
+PAYLOAD_ID = "<img src=x onerror=console.log(/PWNED:student-id/.source)>$\\frac{1}{$"
+PAYLOAD_FLAG = "<script>console.log(/PWNED:flag-script/.source)</script> and <b>bold</b>"
+PAYLOAD_REASON = "ValueError: <svg onload=console.log(/PWNED:reason-svg/.source)></svg>"
+PAYLOAD_CAUSE = "f raised <img src=y onerror=console.log(/PWNED:verdict/.source)>\n  try next : <script>x</script>"
+
+
+def _synthetic() -> list[Result]:
+    """A tiny class with hostile text wherever a student controls it (ids, flags, reasons, what a
+    submission raised, which a verdict quotes)."""
+    def r(student, score, **kw):
+        return Result(student, "00_orientation", True, [QuestionScore("q_tests", score, 2.0, "auto"),
+                                                        QuestionScore("essay", None, 1.0, "manual")],
+                      seconds=3.0 + score, verdicts={"q_tests": {"passed": score == 2.0, "message": PAYLOAD_CAUSE,
+                                                                 "cases": 1}}, **kw)
+
+    return [r("ann", 2.0), r(PAYLOAD_ID, 0.0, flags=[PAYLOAD_FLAG], integrity=["q_tests: " + PAYLOAD_FLAG]),
+            Result("bob", "00_orientation", False, error=PAYLOAD_REASON, seconds=1.0)]
+
+
+def test_hostile_text_is_escaped_in_the_page():
+    text = report.build_html(_synthetic(), source="s", generated="g")
+    for raw in ("<img src=x", "<img src=y", "<script>console", "<svg onload", "<b>bold"):
+        assert raw not in text, raw
+    assert "&lt;img src=x onerror=console.log(/PWNED:student-id/.source)&gt;" in text
+    assert "&lt;script&gt;console.log(/PWNED:flag-script/.source)&lt;/script&gt;" in text
+    assert Page(text).scripts == 0
+
+
+# --------------------------------------------------------------------------- in Chromium
+
+def _load(paths: list[Path], profile: Path) -> dict:
+    """Each page in a fresh headless Chromium profile: its images, console messages and what ran."""
+    from playwright.sync_api import sync_playwright
+    from test_browser import CHROMIUM, CHROMIUM_ARGS
+
+    seen = {}
+    with sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(str(profile), executable_path=CHROMIUM, headless=True,
+                                                   args=CHROMIUM_ARGS,
+                                                   viewport={"width": 1280, "height": 900})
+        try:
+            for path in paths:
+                page = ctx.new_page()
+                console, requests = [], []
+                page.on("console", lambda m, c=console: c.append((m.type, m.text)))
+                page.on("pageerror", lambda e, c=console: c.append(("error", f"uncaught: {e}")))
+                page.on("request", lambda r, q=requests: q.append(r.url))
+                page.goto(path.as_uri(), wait_until="load", timeout=60_000)
+                page.wait_for_timeout(300)   # an onerror fires after the load event
+                imgs = page.evaluate("Array.from(document.images).map(i => [i.alt, i.complete, i.naturalWidth])")
+                seen[path.name] = {"console": console, "imgs": imgs, "requests": requests,
+                                   "fired": {t.split("PWNED:", 1)[1] for _, t in console if "PWNED:" in t}}
+                page.close()
+        finally:
+            ctx.close()
+    return seen
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_chromium_shows_the_demo_report_every_image_decoded_no_console_error(demo, tmp_path):
+    from test_browser import _require_browser
+
+    _require_browser()
+    seen = _load([demo.page], tmp_path / "profile")[demo.page.name]
+    assert len(seen["imgs"]) == sum(1 for _ in Page(demo.html).imgs) >= 10
+    bad = [alt for alt, complete, width in seen["imgs"] if not (complete and width > 0)]
+    assert not bad, bad
+    assert not [m for m in seen["console"] if m[0] in ("error", "warning")], seen["console"]
+    assert all(u.startswith(("file:", "data:")) for u in seen["requests"]), seen["requests"]
+
+
+@pytest.mark.browser
+def test_chromium_runs_no_student_payload_and_the_control_shows_it_would(tmp_path, monkeypatch):
+    """Two layers, each checked alone: the escaping, and the page's policy. The control — neither —
+    runs every payload, or this test proves nothing."""
+    from test_browser import _require_browser
+
+    _require_browser()
+    pages = {}
+    for name, escaping, policy in [("defended", True, True), ("escaped-only", True, False),
+                                   ("policy-only", False, True), ("control", False, False)]:
+        with monkeypatch.context() as m:
+            if not escaping:
+                m.setattr(report, "esc", lambda s: "" if s is None else str(s))
+            if not policy:
+                m.setattr(report, "CSP", "default-src *; script-src 'unsafe-inline'")
+            pages[name] = report.write_report(_synthetic(), tmp_path / f"{name}.html", source="hostile", generated="g")
+    seen = _load(list(pages.values()), tmp_path / "profile")
+    payloads = {"student-id", "flag-script", "reason-svg", "verdict"}
+    assert seen["control.html"]["fired"] >= payloads, seen["control.html"]
+    for name in ("defended", "escaped-only", "policy-only"):
+        assert seen[f"{name}.html"]["fired"] == set(), (name, seen[f"{name}.html"]["console"])
+    defended = seen["defended.html"]
+    assert all(c and w > 0 for _, c, w in defended["imgs"]), defended["imgs"]
+    assert not [m for m in defended["console"] if m[0] == "error"], defended["console"]
