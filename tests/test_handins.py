@@ -184,3 +184,36 @@ def test_export_refuses_a_notebook_the_grader_could_not_score(tmp_path):
     with pytest.raises(HandinRefused, match=r"not a readable notebook"):
         export(str(p), validate=False)
     assert not list(tmp_path.glob("*.zip"))
+
+
+@pytest.mark.slow
+def test_grade_reads_a_canvas_zip_with_a_roster_and_lists_what_it_could_not_map(tmp_path):
+    import csv
+    import os
+    import subprocess
+    import sys
+
+    import nbformat
+
+    from instructor.grading import samples
+
+    [ada] = [s for s in samples.load_samples("00_orientation") if s.student == "ada"]
+    name, nb = samples.build_notebook(ada)
+    body = nbformat.writes(nb).encode()
+    src = _zip(tmp_path / "canvas-download.zip", {
+        f"lovelaceada_LATE_41_901_{Path(name).stem}-Copy1.ipynb": body,
+        "strangerzed_99_902_" + name: body,
+    })
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,first_name,last_name,email,lms_id\nada,Ada,Lovelace,ada@example.edu,\n")
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(src), "--roster", str(roster),
+                           "--workdir", str(tmp_path / "course"), "--out", str(tmp_path), "--no-progress", "-j", "1"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out   # one file could not be mapped
+    assert f"lovelaceada_LATE_41_901_{Path(name).stem}-Copy1.ipynb -> ada/00_orientation" in out
+    assert f"{src / ('strangerzed_99_902_' + name)}: not mapped to a student and assignment: canvas student 'strangerzed'" in out
+    rows = {r["student"]: r for r in csv.DictReader((tmp_path / "grades.csv").open())}
+    assert float(rows["ada"]["auto_score"]) == ada.expect_auto, rows
+    assert (tmp_path / "handins" / "canvas-download-1" / "ada" / "00_orientation" / name).is_file()

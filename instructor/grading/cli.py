@@ -23,7 +23,12 @@ Accepted layouts of SUBMISSIONS_DIR:
   * nbgrader's exchange layout   <student>/<assignment>/<notebook>.ipynb
     (SUBMISSIONS_DIR may be the 'submitted' folder or the course folder holding it);
   * one folder per student       <student>/<notebook>.ipynb
-    (the assignment is recognised from the notebook's file name).
+    (the assignment is recognised from the notebook's file name);
+  * an LMS's bulk download (a .zip, or with --lms the folder it was unpacked into): Canvas's
+    <lastfirst>_<user id>_<submission id>_<file> or Moodle's <Full Name>_<id>_assignsubmission_file_/<file>,
+    notebooks or autograder.export()'s hand-in zips; renamed copies (-Copy1) are recognised by their
+    cell ids; --roster maps the LMS's names and user ids to student ids. The mapped notebooks are laid
+    out under <out>/handins/<download>-<n>/ and every file that could not be mapped is listed.
 
 Nothing under SUBMISSIONS_DIR is modified: files are copied into the working course folder
 (--workdir) where nbgrader writes autograded/, feedback/ and gradebook.db. A file that cannot be
@@ -153,9 +158,41 @@ def _class_report(results: list[course.Result], outdir: Path, workdir: Path) -> 
         return f"not written ({type(err).__name__}: {err})"
 
 
+def _import_handins(src: Path, lms: str, roster_csv: str | None, outdir: Path) -> tuple[Path | None, list[Problem]]:
+    """An LMS download laid out as nbgrader's folders under ``outdir/handins`` (a new folder each time);
+    every file that could not be mapped becomes a :class:`Problem` naming it."""
+    from . import handins
+
+    try:
+        roster = handins.read_roster(Path(roster_csv)) if roster_csv else None
+        n = 1
+        while (dest := outdir / "handins" / f"{src.stem}-{n}").exists():
+            n += 1
+        imported = handins.import_bulk(src, dest, lms, roster)
+    except handins.HandinError as err:
+        return None, [Problem(src, str(err).removeprefix(f"{src}: "))]
+    print(f"hand-ins: {src} -> {dest}\n" + imported.summary())
+    problems = [Problem(src / origin, f"not mapped to a student and assignment: {why}")
+                for origin, why in imported.unmapped]
+    return dest, problems
+
+
 def cmd_grade(args) -> int:
-    subs, problems = course.collect_submissions(Path(args.submissions))
+    src = Path(args.submissions)
     workdir = Path(args.workdir)
+    extra: list[Problem] = []
+    if src.suffix.lower() == ".zip" or args.lms:
+        folder, extra = _import_handins(src, args.lms or "auto", args.roster, Path(args.out or workdir))
+        if folder is None:
+            _print_problems(extra)
+            return 1
+        src = folder
+    elif args.roster:
+        print(Problem(Path(args.roster), "--roster maps an LMS download's names (a .zip or --lms); "
+                                         "an nbgrader folder already names its students"), file=sys.stderr)
+        return 2
+    subs, problems = course.collect_submissions(src)
+    problems = extra + problems
     return _grade_and_report(subs, problems, workdir, Path(args.out or workdir), not args.no_progress,
                              jobs=args.jobs or (os.cpu_count() or 1), force=args.force, scheduler=args.scheduler,
                              exports=args.export or [])
@@ -419,6 +456,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "option or separate formats with commas")
     p.add_argument("--force", action="store_true",
                    help="grade every submission again, also those unchanged since they were last graded")
+    p.add_argument("--lms", choices=["auto", "canvas", "moodle"],
+                   help="SUBMISSIONS_DIR is an LMS's bulk download (a .zip is read as one without this)")
+    p.add_argument("--roster", metavar="CSV",
+                   help="with an LMS download: the class list (id,first_name,last_name,email[,lms_id]) that maps "
+                        "the LMS's names and user ids to student ids; a file not on it is listed, not graded")
     p.set_defaults(func=cmd_grade)
 
     p = sub.add_parser("report", help="the class report (HTML) rebuilt from what grading recorded",
