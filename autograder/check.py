@@ -240,13 +240,14 @@ class _Cell:
     source: str = ""
     answered: bool | None = None
     answer_of: str = ""   # test cells: the grade_id of the answer cell just above (the function's name)
+    index: int = -1       # its position among the notebook's cells
 
 
 def graded_cells(nb: dict) -> list[_Cell]:
     """The graded cells of a notebook (its JSON), in order: test cells ("auto": code, grade, not solution)
     and written answers or tasks ("manual")."""
     out, last_answer = [], ""
-    for cell in nb.get("cells", []):
+    for index, cell in enumerate(nb.get("cells", [])):
         meta = _nbmeta(cell)
         gid = str(meta.get("grade_id", ""))
         if meta.get("solution") and cell.get("cell_type") == "code":
@@ -258,13 +259,116 @@ def graded_cells(nb: dict) -> list[_Cell]:
         except (TypeError, ValueError):
             points = 0.0
         if cell.get("cell_type") == "code" and meta.get("grade") and not meta.get("solution") and not meta.get("task"):
-            out.append(_Cell(gid, points, "auto", HIDDEN_BLOCK.sub("", _source(cell)), answer_of=last_answer))
+            out.append(_Cell(gid, points, "auto", HIDDEN_BLOCK.sub("", _source(cell)), answer_of=last_answer,
+                             index=index))
         else:
             answered = None
             if meta.get("solution") and "checksum" in meta:
                 answered = meta["checksum"] != _nbgrader_checksum(cell)
-            out.append(_Cell(gid, points, "manual", answered=answered))
+            out.append(_Cell(gid, points, "manual", answered=answered, index=index))
     return out
+
+
+def _bound_names(source: str) -> set[str]:
+    """The names a cell binds at its top level (``def``, ``class``, ``import``, assignments, ``for``,
+    ``with ... as``, ``except ... as``), not those inside its functions and classes."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:   # %magics, !commands, or the student's typo: the plain patterns still tell
+        return {n for pair in re.findall(r"^(?:def|class)\s+(\w+)|^(\w+)\s*=", source, re.M) for n in pair if n}
+    names: set[str] = set()
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        if not isinstance(node, ast.Lambda):
+            todo.extend(ast.iter_child_nodes(node))
+    return names
+
+
+_HEADING = re.compile(r"^(#{1,2})\s+(.+?)\s*#*\s*$", re.M)
+
+
+class _Places:
+    """Where a notebook defines each name, in words a student can find: the section (its ``##``
+    heading) and the cell (an answer cell, or the cell's first line)."""
+
+    def __init__(self, nb: dict):
+        self.cells = []   # (index, names it binds, section, first line, is an answer cell)
+        section = ""
+        for index, cell in enumerate(nb.get("cells", [])):
+            src = _source(cell)
+            if cell.get("cell_type") == "markdown":
+                for hashes, title in _HEADING.findall(src):
+                    section = title if len(hashes) == 2 else section
+                continue
+            if cell.get("cell_type") != "code":
+                continue
+            meta = _nbmeta(cell)
+            if meta.get("grade") and not meta.get("solution"):
+                continue   # a test cell: check() runs it itself
+            first = next((line.strip() for line in src.splitlines()
+                          if line.strip() and not line.lstrip().startswith("#")), "")
+            self.cells.append((index, _bound_names(src), section, first, bool(meta.get("solution"))))
+
+    @staticmethod
+    def _section(title: str) -> str:
+        if not title:
+            return "at the top of the notebook"
+        numbered = re.match(r"(\d+)\.\s", title)
+        if numbered:
+            return f"section {numbered.group(1)}"
+        title = title.replace("`", "")
+        return f"section \"{title if len(title) <= 40 else title[:39] + '…'}\""
+
+    def where(self, name: str, before: int) -> str | None:
+        """The cell that defines ``name`` (the last one above cell ``before``, else the first), in words."""
+        found = [c for c in self.cells if name in c[1]]
+        if not found:
+            return None
+        above = [c for c in found if c[0] < before]
+        _, _, section, first, answer = above[-1] if above else found[0]
+        first = first if len(first) <= 40 else first[:39] + "…"
+        what = f"`{first}` under 'YOUR CODE HERE'" if answer else f"the cell starting `{first}`"
+        return f"{self._section(section)}, {what}"
+
+
+def _not_defined_message(name: str, places: "_Places | None", before: int) -> str:
+    where = places.where(name, before) if places is not None else None
+    if where is None:
+        return (f"`{name}` is not defined: no cell of this notebook defines it; run the notebook from the "
+                "top (Run > Run All Cells), then call check() again\n"
+                f"  try next : if you renamed or deleted the cell that defined `{name}`, put it back")
+    return (f"`{name}` is not defined yet: run the cell that defines it ({where}) and the cells above it, "
+            "then call check() again\n"
+            "  try next : select the cell where you call check() and use Run > Run All Above Selected Cell")
+
+
+def _not_implemented_message(err: BaseException, places: "_Places | None", before: int) -> str:
+    """A ``raise NotImplementedError`` stub reached from a test cell: named as nbgrader's Validate and
+    the tests' own checks name it ("... is not implemented yet")."""
+    function, tb = "your answer", err.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not code.co_filename.startswith("<test cell"):
+            function = getattr(code, "co_qualname", code.co_name)
+        tb = tb.tb_next
+    top = function.split(".")[0]
+    where = places.where(top, before) if places is not None and function != "your answer" else None
+    return (f"{function} is not implemented yet: replace `raise NotImplementedError` in "
+            + (f"its cell ({where})" if where else "your answer cell")
+            + ", run that cell, then call check() again")
 
 
 def _select(cells: list[_Cell], question: str | None) -> list[_Cell]:
@@ -344,7 +448,7 @@ def _partial(value, points: float) -> float:
     return grade if 0.0 <= grade <= points else points
 
 
-def _run_cell(cell: _Cell, ns: dict, shell) -> QuestionResult:
+def _run_cell(cell: _Cell, ns: dict, shell, places: "_Places | None" = None) -> QuestionResult:
     import ast
 
     res = QuestionResult(cell.grade_id, cell.points, None)
@@ -364,6 +468,11 @@ def _run_cell(cell: _Cell, ns: dict, shell) -> QuestionResult:
                 shown = value is not None and not source.rstrip().endswith(";")
         except KeyboardInterrupt:
             res.message = "KeyboardInterrupt: interrupted (the kernel's stop button, or the code raised it)"
+        except NameError as e:  # the cells above were not run (yet): say which to run
+            name = getattr(e, "name", None) or (re.findall(r"name '(\w+)' is not defined", str(e)) or [""])[0]
+            res.message = _not_defined_message(name, places, cell.index) if name else _message(e)
+        except NotImplementedError as e:
+            res.message = _not_implemented_message(e, places, cell.index)
         except BaseException as e:  # noqa: BLE001 - SystemExit, GeneratorExit...: a failed cell, never a dead kernel
             res.message = _message(e)
     res.seconds = time.perf_counter() - t0
@@ -514,6 +623,7 @@ def check(question: str | None = None, *, notebook: str | os.PathLike | None = N
     except (OSError, UnicodeDecodeError, ValueError) as err:
         raise NotebookNotFound(f"{path} cannot be read as a notebook ({err})") from None
     cells = _select(graded_cells(nb), question)
+    places = _Places(nb)
     shell = _shell()
     if namespace is None:
         namespace = shell.user_ns if shell is not None else sys._getframe(1).f_globals
@@ -527,11 +637,14 @@ def check(question: str | None = None, *, notebook: str | os.PathLike | None = N
         if stopped:
             report.questions.append(QuestionResult(cell.grade_id, cell.points, None, message="not run (interrupted)"))
             continue
-        res = _run_cell(cell, ns, shell)
+        res = _run_cell(cell, ns, shell, places)
         stopped = res.message.startswith("KeyboardInterrupt")
         report.questions.append(res)
     if not cells:
         report.notes.append("this notebook has no graded cells (is it a course notebook?)")
+    if any("is not defined yet: run the cell" in q.message for q in report.questions):
+        report.notes.append("check() runs the tests on what this kernel holds now: run the notebook's cells "
+                            "first (select the cell where you call check(), then Run > Run All Above Selected Cell)")
     if hidden:
         _run_hidden(report, path)
     else:

@@ -108,16 +108,16 @@ def test_written_answer_is_graded_by_hand_never_zero(capsys):
     release = REPO / "release" / "03_yolo_head" / "03_yolo_head.ipynb"
     report = check(notebook=release, namespace={})   # no answers run: every test cell fails, quickly
     shown = capsys.readouterr().out
-    essay = report["silent_fixes_answer"]
+    [essay] = [q for q in report.questions if q.kind == "manual"]   # its written answer (3 points)
     assert essay.kind == "manual" and essay.earned is None and essay.answered is False
     assert essay.score_text().startswith("graded by hand") and "not answered yet" in essay.score_text()
-    [row] = [line for line in shown.splitlines() if "silent_fixes_answer" in line]
+    [row] = [line for line in shown.splitlines() if essay.grade_id in line]
     assert "graded by hand" in row and "0 /" not in row
     assert report.possible == 16 and report.by_hand == 3 and "(+ 3 point(s) graded by hand)" in shown
     assert [q.grade_id for q in report.questions if q.kind == "auto"][-1] == "attack_tests"
     # selected alone, it is listed too
-    alone = check("silent_fixes_answer", notebook=release, namespace={}, show=False)
-    assert [(q.grade_id, q.kind) for q in alone.questions] == [("silent_fixes_answer", "manual")]
+    alone = check(essay.grade_id, notebook=release, namespace={}, show=False)
+    assert [(q.grade_id, q.kind) for q in alone.questions] == [(essay.grade_id, "manual")]
 
 
 def test_written_answer_that_was_answered(tmp_path):
@@ -249,3 +249,67 @@ def test_selfgrade_recognises_a_renamed_copy(tmp_path):
     data = json.loads(result.read_text())
     assert data["assignment"] == "00_orientation" and (data["auto_score"], data["auto_max"]) == (2, 8)
     assert "wrong shape" in {q["grade_id"]: q for q in data["questions"]}["cube_sum_grad_tests"]["message"]
+
+
+def _stub_notebook(tmp_path, test_source: str) -> Path:
+    """A released-style notebook: a section heading, a set-up cell, an answer cell holding nbgrader's stub,
+    and its test cell."""
+    heading = nbformat.v4.new_markdown_cell("## 2. Predict the versions\n\nWrite `predict_versions()`.")
+    setup = nbformat.v4.new_code_cell("import math\nSCALE = 3")
+    answer = nbformat.v4.new_code_cell(
+        "def predict_versions():\n    # YOUR CODE HERE\n"
+        "    raise NotImplementedError(\"Replace this line with your answer, run the cell, then run the tests below.\")")
+    answer.metadata["nbgrader"] = {"grade": False, "solution": True, "locked": False, "grade_id": "predict_versions",
+                                   "schema_version": 3, "task": False}
+    test = nbformat.v4.new_code_cell(test_source)
+    test.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True,
+                                 "grade_id": "predict_versions_tests", "points": 2, "schema_version": 3, "task": False}
+    path = tmp_path / "stub.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[heading, setup, answer, test]), path)
+    return path
+
+
+def test_a_fresh_kernel_is_told_which_cells_to_run(tmp_path):
+    """Nothing run yet: not a bare NameError but the cell that defines the name, and where it is."""
+    path = _stub_notebook(tmp_path, "got = predict_versions()\nassert got == [0, 1] * SCALE")
+    report = check(notebook=path, namespace={}, show=False)
+    q = report["predict_versions_tests"]
+    assert q.earned == 0 and "NameError" not in q.message
+    assert q.first_line == ("`predict_versions` is not defined yet: run the cell that defines it (section 2, "
+                            "`def predict_versions():` under 'YOUR CODE HERE') and the cells above it, "
+                            "then call check() again")
+    assert any("Run All Above Selected Cell" in n for n in report.notes)
+    # the answer cell was run (and answered), not the set-up cell above it: that one is named by its first line
+    ns = {"predict_versions": lambda: [0, 1] * 3}
+    q = check(notebook=path, namespace=ns, show=False)["predict_versions_tests"]
+    assert q.first_line.startswith("`SCALE` is not defined yet: run the cell that defines it "
+                                   "(section 2, the cell starting `import math`)"), q.first_line
+    # a name no cell defines: run from the top, and perhaps a cell was deleted
+    q = check(notebook=_stub_notebook(tmp_path, "nowhere_defined()"), namespace={}, show=False).questions[0]
+    assert q.first_line.startswith("`nowhere_defined` is not defined: no cell of this notebook defines it")
+
+
+def test_a_fresh_kernel_on_a_released_notebook(capsys):
+    """What a new student sees calling check() before running anything in assignment 1."""
+    release = REPO / "release" / "01_version_counter" / "01_version_counter.ipynb"
+    report = check(notebook=release, namespace={})
+    shown = capsys.readouterr().out
+    assert "NameError" not in shown
+    first = report["reproduce_sigmoid_error_tests"].first_line
+    assert first.startswith("`call_student` is not defined yet: run the cell that defines it "
+                            "(section \"How this notebook works\", the cell starting `import re`)"), first
+
+
+def test_a_stub_is_not_implemented_yet(tmp_path):
+    """The stub's cell was run: "not implemented yet", as Validate's output says it, whether the test calls
+    the function through call_student or directly."""
+    ns: dict = {}
+    for test_source in ("from autograder.checks import call_student\ncall_student(predict_versions)",
+                        "assert predict_versions() == [0, 1]"):
+        path = _stub_notebook(tmp_path, test_source)
+        exec(compile(nbformat.read(path, as_version=4).cells[2].source, "<answer>", "exec"), ns)
+        q = check(notebook=path, namespace=ns, show=False)["predict_versions_tests"]
+        assert q.earned == 0 and "predict_versions is not implemented yet" in q.first_line, q.message
+    assert q.first_line == ("predict_versions is not implemented yet: replace `raise NotImplementedError` in its "
+                            "cell (section 2, `def predict_versions():` under 'YOUR CODE HERE'), run that cell, "
+                            "then call check() again")
