@@ -217,9 +217,8 @@ class _Plots:
     """matplotlib without pyplot (no global state): each figure to a PNG ``data:`` URI."""
 
     def __init__(self):
-        import matplotlib
-
-        matplotlib.use("Agg", force=False)
+        # no pyplot and no matplotlib.use(): a Figure saved as PNG is drawn by the Agg canvas, whatever
+        # backend the calling process (a notebook, formgrader) has chosen
         from matplotlib.figure import Figure
 
         self.Figure = Figure
@@ -238,8 +237,12 @@ class _Plots:
     def figure(self, w: float, h: float):
         import matplotlib
 
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
         with matplotlib.rc_context(self.rc):
-            return self.Figure(figsize=(w, h), dpi=100, layout="constrained")
+            fig = self.Figure(figsize=(w, h), dpi=100, layout="constrained")
+            FigureCanvasAgg(fig)   # drawn by Agg
+            return fig
 
     def histogram(self, scores: list[float], max_score: float, title: str, w=2.05, h=1.6) -> str:
         """Bars: how many submissions got each score (0 .. max), red/amber/green."""
@@ -333,7 +336,7 @@ h3{font-size:15px;margin:18px 0 6px}.meta{color:#555;margin:0 0 4px}.muted{color
 #reteach h2{border:0;margin:4px 0 6px}#reteach ol{margin:0;padding-left:22px}#reteach li{margin:6px 0}
 .task{font-weight:600}.lost{color:#c0392b;font-weight:600}
 ul.causes{margin:2px 0 0;padding-left:18px}ul.causes li{margin:1px 0}
-.n{display:inline-block;min-width:2.2em;font-weight:600;color:#c0392b}.hint{color:#555;font-size:12.5px}
+.n{display:inline-block;min-width:2.2em;padding-right:.4em;font-weight:600;color:#c0392b}.hint{color:#555;font-size:12.5px}
 .grid{display:flex;flex-wrap:wrap;gap:8px}figure{margin:0;border:1px solid #e3e3e3;border-radius:6px;padding:4px;
  background:#fff}figure.total{border-color:#999}figcaption{font-size:12px;color:#444;max-width:205px;
  overflow-wrap:anywhere}table{border-collapse:collapse;width:100%;margin:4px 0 10px}
