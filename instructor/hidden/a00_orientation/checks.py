@@ -110,6 +110,8 @@ class EnvironmentReport(Check):
     course device type and a real bool for CUDA (the sandbox sees the grader's GPUs and
     ``COURSE_DEVICE``). Every truth is computed here, in the grader, never taken from the sandbox."""
     assignment, grade_id, function = ASSIGNMENT, "environment_report_tests", "environment_report"
+    #: the grader's environment is the input: on a GPU grader the truth is "cuda" (the text says so)
+    draws = ("GPU",)
 
     def cases(self):
         return [{"label": "environment_report()"}]
@@ -147,6 +149,7 @@ class CubeSumGrad(Check):
     process (a count of backward passes, say) decides anything: an answer that writes 3 * x ** 2 fails on
     every drawn function, whatever else it runs."""
     assignment, grade_id, function = ASSIGNMENT, "cube_sum_grad_tests", "cube_sum_grad"
+    draws = ()             # lists of Python floats and drawn functions: no tensor kind is drawn
     probe_helpers = (call_with_fn,)
     DEFAULT = "lambda x: x ** 3"
 
@@ -181,6 +184,7 @@ class GradFnChain(Check):
     Graphs are built from recipes (source text): in the sandbox for the student's function, and again
     here, where the judge walks its own copy (nothing computed in the sandbox is trusted)."""
     assignment, grade_id, function = ASSIGNMENT, "grad_fn_chain_tests", "grad_fn_chain"
+    draws = ("leaf",)      # a leaf (the recipe `lambda a: a`), a tensor that needs no gradient, op results
     RECIPES = ["lambda a: (a * 2).sigmoid().sum()", "lambda a: a", "lambda a: a.exp().tanh().mean()",
                "lambda a: (a[0:2] + 1).pow(2).sum()", "lambda a: a.sigmoid()",
                "lambda a: a.double().relu().cumsum(0).prod()", "lambda a: (a * 3).view(3, 1).t().abs().max()",
@@ -215,6 +219,7 @@ class IntermediateGrad(Check):
     for each list (seeded, and two at grading time) make autograd the only way to the numbers: returning
     2 * h fails whatever else the answer runs."""
     assignment, grade_id, function = ASSIGNMENT, "intermediate_grad_tests", "intermediate_grad"
+    draws = ()             # lists of Python floats and drawn functions: no tensor kind is drawn
     probe_helpers = (call_with_fn,)
     DEFAULT = "lambda h: h * h"
 

@@ -67,7 +67,9 @@ REBIND_TEMPLATES = [
     "x = x.repeat({n}, 1)", "x = torch.tensor(x.tolist(), dtype=x.dtype, device=x.device)",
 ]
 
-# A new object on the same memory (and a few look-alikes that copy or hand back x itself).
+# A new object on the same memory (and a few look-alikes that copy or hand back x itself). The byte view
+# is int8, a dtype outside the course's vocabulary of drawn kinds: a label quoting the statement names no
+# dtype the cell does not draw (its inputs are the dtypes of ``classify_configs``).
 VIEW_FIXED = [
     "x = x.view(-1)", "x = x.T", "x = x[1:]", "x = x.detach()", "x = x.reshape(3, 2)", "x = x.unsqueeze(0)",
     "x = x[:, ::2]", "x = x.expand(4, 2, 3)", "x = x.view(-1)[2:]",
@@ -77,7 +79,7 @@ VIEW_TEMPLATES = [
     "x = x.mT", "x = x.t()", "x = x.transpose(0, 1)", "x = x.permute(1, 0)", "x = x.unsqueeze({d})",
     "x = x.expand({n}, 2, 3)", "x = x.narrow(1, {j}, 1)", "x = x.select(0, {i})", "x = x.diagonal()",
     "x = x.flatten()", "x = x.data", "x = x.unbind(0)[{i}]", "x = x.chunk(3, dim=1)[{j}]", "x = x.split(1)[{i}]",
-    "x = x[..., None]", "x = x.view(torch.uint8)", "x = torch.as_strided(x, (2, 2), (1, 1))", "x = x.t().t()",
+    "x = x[..., None]", "x = x.view(torch.int8)", "x = torch.as_strided(x, (2, 2), (1, 1))", "x = x.t().t()",
     "x = x.squeeze()", "x = x[:0]", "x = x.movedim(1, 0)", "x = x.unflatten(1, (3, 1))", "x = x.view_as(x)",
     "x = x.view(-1)[{k}:]", "x = x.unfold(1, 2, 1)", "x = x.swapaxes(0, 1)", "x = x.as_strided((3,), (2,))",
     "x = x[{i}, {j}]", "x = x.detach().view(-1)", "y = x; x = y[:]",

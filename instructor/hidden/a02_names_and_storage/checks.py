@@ -70,6 +70,11 @@ _HINTS = {
 }
 
 
+#: What every classify cell draws: ``test_configs()`` (float64 and float32 on the CPU; float32 and float16
+#: on a GPU grader's CUDA) and float16 / bfloat16 on the CPU (``classify_configs``). The task's text names each.
+CLASSIFY_DRAWS = ("float64", "float32", "float16", "bfloat16", "GPU")
+
+
 class _ClassifyCheck(Check):
     """``classify_update(statement, device=None, dtype=None)``: any statement about ``x`` (and
     ``torch``) that leaves ``x`` naming a tensor and does not raise, on a fresh ``make_x(device, dtype)``
@@ -135,6 +140,7 @@ class ClassifyRebindVsInplace(_ClassifyCheck):
     ``out=``, slice and mask assignment, metadata writes like ``t_``), and rebinds to new tensors."""
     __doc__ = _ClassifyCheck.__doc__ + "\n\n    " + __doc__
     assignment, grade_id = ASSIGNMENT, "classify_update_rebind_vs_inplace_tests"
+    draws = CLASSIFY_DRAWS
     VISIBLE = (("x = x + 1", "new-tensor"), ("x += 1", "in-place"), ("x[0] = 1", "in-place"),
                ("x = x.add_(1)", "in-place"), ("x[0] += 1", "in-place"), ("x.t_()", "in-place"))
     FIXED, TEMPLATES, SEED, PER_TEMPLATE = REBIND_FIXED, REBIND_TEMPLATES, 2001, 1
@@ -146,6 +152,7 @@ class ClassifyNewView(_ClassifyCheck):
     views) and look-alikes that copy or hand back ``x`` itself."""
     __doc__ = _ClassifyCheck.__doc__ + "\n\n    " + __doc__
     assignment, grade_id = ASSIGNMENT, "classify_update_new_view_tests"
+    draws = CLASSIFY_DRAWS
     VISIBLE = (("x = x[:]", "new-view"), ("x = x[1:]", "new-view"))
     FIXED, TEMPLATES, SEED, PER_TEMPLATE = VIEW_FIXED, VIEW_TEMPLATES, 2002, 1
     DEFAULTS = ("x = x[:]",)
@@ -157,6 +164,7 @@ class ClassifyNoChange(_ClassifyCheck):
     (``x = x.half()``, ``x = x.cpu()``), and look-alike views."""
     __doc__ = _ClassifyCheck.__doc__ + "\n\n    " + __doc__
     assignment, grade_id = ASSIGNMENT, "classify_update_no_change_tests"
+    draws = CLASSIFY_DRAWS
     VISIBLE = (("x = x.contiguous()", "no-change"), ("x.requires_grad_()", "no-change"))
     FIXED, TEMPLATES, SEED, PER_TEMPLATE = NO_CHANGE_FIXED, NO_CHANGE_TEMPLATES, 2003, 1
     DEFAULTS = ("x = x.contiguous()", "x = x.float()", "x = x.double()", "x = x.cpu()")
@@ -168,6 +176,7 @@ class ClassifyUntrackedAndVersion(_ClassifyCheck):
     was told about though no value changed, through another object, or before ``x`` is rebound."""
     __doc__ = _ClassifyCheck.__doc__ + "\n\n    " + __doc__
     assignment, grade_id = ASSIGNMENT, "classify_update_untracked_and_version_tests"
+    draws = CLASSIFY_DRAWS
     VISIBLE = (("x.data += 1", "untracked-write"), ("x.detach().add_(1)", "in-place"), ("x *= 1", "in-place"),
                ("x.data = x.data.clone()", "untracked-write"))
     FIXED, TEMPLATES, SEED, PER_TEMPLATE = UNTRACKED_FIXED, UNTRACKED_TEMPLATES, 2004, 2
