@@ -51,7 +51,13 @@ def test_grade_reports_each_bad_file_and_grades_the_rest(tmp_path):
     nbformat.write(good, sub / "cyd" / "99_unknown" / "99_unknown.ipynb")
     # flat layout: a notebook whose name matches no assignment
     (sub / "dan").mkdir()
-    nbformat.write(good, sub / "dan" / "homework.ipynb")
+    stranger = nbformat.from_dict(good)
+    for cell in stranger.cells:
+        cell.metadata.pop("nbgrader", None)   # nor do its cell ids say which assignment it is
+    nbformat.write(stranger, sub / "dan" / "homework.ipynb")
+    # JupyterLab's renamed copy, in the flat layout: recognised by its cell ids, graded as the course's name
+    (sub / "gus").mkdir()
+    nbformat.write(good, sub / "gus" / name.replace(".ipynb", "-Copy1.ipynb"))
     # a student whose code kills the kernel: graded as far as it ran and flagged; must not stop the others
     _, crash = _orientation_sample("ada")
     for cell in crash.cells:
@@ -80,12 +86,14 @@ def test_grade_reports_each_bad_file_and_grades_the_rest(tmp_path):
         assert line.startswith("error: "), f"every problem is one line starting with 'error: ', got: {line!r}"
 
     assert "autograded total" in proc.stdout and "8/8" in proc.stdout, proc.stdout
-    assert "graded 3 of 3 submission(s)" in proc.stdout, proc.stdout
+    assert "graded 4 of 4 submission(s)" in proc.stdout, proc.stdout
     assert "flagged:   eve/00_orientation: cell" in proc.stdout, proc.stdout
     with (tmp_path / "grades.csv").open() as f:
         rows = {r["student"]: r for r in csv.DictReader(f)}
     assert rows["ada"]["status"] == "graded" and rows["ada"]["auto_score"] == "8"
     assert rows["fay"]["status"] == "graded" and rows["fay"]["auto_score"] == "8"
+    assert rows["gus"]["status"] == "graded" and rows["gus"]["auto_score"] == "8", rows["gus"]
+    assert f"note: gus/00_orientation: {name.replace('.ipynb', '-Copy1.ipynb')} was graded as {name}" in proc.stdout
     # eve's answer cell ended the process: that question is lost, the other three are graded
     assert rows["eve"]["status"] == "graded" and rows["eve"]["auto_score"] == "6", rows["eve"]
     assert "ended the Python process" in rows["eve"]["flags"], rows["eve"]
@@ -130,13 +138,34 @@ def test_selfgrade_prints_scores_and_messages_not_hidden_code(tmp_path):
     nbformat.write(nb, path)
     before = path.read_bytes()
     proc = run("selfgrade", str(path))
-    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.returncode == 0, proc.stdout + proc.stderr   # graded: a partial score is not a failure
     out = proc.stdout
     assert "environment_report_tests" in out and "2 / 2" in out
     assert "cube_sum_grad_tests" in out and "try next" in out
     assert "autograded total: 2 / 8" in out
+    assert out.strip().splitlines()[-1] == ("You have 2 of 8 autograded points so far; see the table above for "
+                                            "what to try next (each failing question's message ends with it), "
+                                            "then grade it again.")
     assert "BEGIN HIDDEN TESTS" not in out and "reference_chain" not in out, "hidden test code leaked"
     assert path.read_bytes() == before
+
+
+def test_selfgrade_last_line_says_where_the_student_stands():
+    """The sentence selfgrade ends with (its exit status is 0 whenever the notebook was graded)."""
+    from instructor.grading.cli import _selfgrade_sentence
+    from instructor.grading.pipeline import QuestionScore, Result
+
+    def result(*scores):
+        res = Result("you", "03_yolo_head", True)
+        res.questions = [QuestionScore(f"q{i}", s, m, k) for i, (s, m, k) in enumerate(scores)]
+        return res
+
+    assert _selfgrade_sentence(result((2, 2, "auto"), (0, 6, "auto"))) == (
+        "You have 2 of 8 autograded points so far; see the table above for what to try next (each failing "
+        "question's message ends with it), then grade it again.")
+    assert _selfgrade_sentence(result((8, 8, "auto"), (None, 3, "manual"))) == (
+        "You have all 8 autograded points: every visible and hidden test passes. Your written answers "
+        "(3 points) are graded by hand after you hand in.")
 
 
 def test_release_of_unknown_assignment_fails_clearly():

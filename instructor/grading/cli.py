@@ -23,7 +23,8 @@ Accepted layouts of SUBMISSIONS_DIR:
   * nbgrader's exchange layout   <student>/<assignment>/<notebook>.ipynb
     (SUBMISSIONS_DIR may be the 'submitted' folder or the course folder holding it);
   * one folder per student       <student>/<notebook>.ipynb
-    (the assignment is recognised from the notebook's file name);
+    (the assignment is recognised from the notebook's file name, or from its cell ids for a
+    renamed copy such as 00_orientation-Copy1.ipynb);
   * an LMS's bulk download (a .zip, or with --lms the folder it was unpacked into): Canvas's
     <lastfirst>_<user id>_<submission id>_<file> or Moodle's <Full Name>_<id>_assignsubmission_file_/<file>,
     notebooks or autograder.export()'s hand-in zips; renamed copies (-Copy1) are recognised by their
@@ -220,7 +221,10 @@ def cmd_selfgrade(args) -> int:
 
     The assignment comes from ``--assignment``, else the file's name, else its nbgrader cell ids (a
     renamed copy, ``00_orientation-Copy1.ipynb``): the release notebook sharing the most of them, at
-    least half. ``COURSE_SELFGRADE_JSON=PATH`` also writes the result as JSON (``autograder.check``)."""
+    least half. ``COURSE_SELFGRADE_JSON=PATH`` also writes the result as JSON (``autograder.check``).
+    The exit status: 0 when the notebook was graded, whatever its score (the last line says where it
+    stands); 1 when grading itself failed; 2 when the file cannot be graded (no such file, not a
+    notebook, an unknown assignment)."""
     import json
     import threading
 
@@ -329,7 +333,20 @@ def cmd_selfgrade(args) -> int:
                                    message=failures.get(q.grade_id, "")) for q in res.questions],
                 "auto_score": res.auto_score, "auto_max": res.auto_max, "manual_pending": res.manual_pending,
                 "notes": res.flags + res.integrity}))
-    return 0 if res.auto_score == res.auto_max else 1
+    print(_selfgrade_sentence(res))
+    return 0   # graded, whatever the score: a partial score is an answer, not a failure of the command
+
+
+def _selfgrade_sentence(res) -> str:
+    """The last line of ``selfgrade``: where the student stands, in words."""
+    if res.auto_score >= res.auto_max:
+        text = f"You have all {res.auto_max:g} autograded points: every visible and hidden test passes."
+    else:
+        text = (f"You have {res.auto_score:g} of {res.auto_max:g} autograded points so far; see the table above "
+                "for what to try next (each failing question's message ends with it), then grade it again.")
+    if res.manual_pending:
+        text += f" Your written answers ({res.manual_pending:g} points) are graded by hand after you hand in."
+    return text
 
 
 #: The short demo: a handful of submissions that show the whole lifecycle (``demo --full``: every sample).
