@@ -25,11 +25,12 @@ class FixedDetect(LegacyDetect):
                 z.append(decode(x[i], self.grid[i], self.anchor_grid[i], self.stride[i]).view(bs, -1, self.no))
         return x if (self.training or self.export) else (torch.cat(z, 1), x)
 
-# %% answer: silent_fixes_answer
-no_grad records nothing, so nothing is saved and there is nothing to check; detach leaves the graph.
-Both remove the error by removing the gradient: the attack gets no gradient for the image. .data
-changes the numbers behind autograd's back: no version bump, no error, but backward then uses the
-decoded values instead of the sigmoid output, so the box gradients are wrong and nobody notices.
+# %% answer: export_or_allow_mutation_answer
+The export decode means I copy the head's decode into my own code and must keep it in step with the
+library, but then it is ordinary autograd: no slowdown and backward can run wherever I like. The context
+needs no code but copies every saved tensor that gets overwritten, makes each op inside a few times
+slower and backward has to run inside it. I'd use the export decode in the attack loop and the context
+once, to check my decode's gradient.
 
 # %% solution: attack
 def attack(model, image, eps, steps):
