@@ -217,3 +217,25 @@ def test_grade_reads_a_canvas_zip_with_a_roster_and_lists_what_it_could_not_map(
     rows = {r["student"]: r for r in csv.DictReader((tmp_path / "grades.csv").open())}
     assert float(rows["ada"]["auto_score"]) == ada.expect_auto, rows
     assert (tmp_path / "handins" / "canvas-download-1" / "ada" / "00_orientation" / name).is_file()
+
+
+def test_grade_collects_renamed_copies_by_cell_ids_and_one_copy_per_notebook(tmp_path):
+    sub = tmp_path / "submitted"
+    (sub / "ann" / A1).mkdir(parents=True)
+    (sub / "ann" / A1 / f"{A1}-Copy1.ipynb").write_bytes(_release(A1))       # the only one: graded as A1
+    (sub / "bo" / A1).mkdir(parents=True)
+    (sub / "bo" / A1 / f"{A1}.ipynb").write_bytes(_release(A1))
+    (sub / "bo" / A1 / f"{A1}-Copy1.ipynb").write_bytes(_release(A1))        # the named one wins
+    (sub / "cy" / A1).mkdir(parents=True)
+    (sub / "cy" / A1 / f"{A2}-Copy1.ipynb").write_bytes(_release(A2))        # another assignment's cells
+    (sub / "dee").mkdir()
+    (sub / "dee" / "Untitled.ipynb").write_bytes(_release(A2))               # flat layout, renamed
+    subs, problems = course.collect_submissions(sub)
+    got = {(s.student, s.assignment): s for s in subs}
+    assert set(got) == {("ann", A1), ("bo", A1), ("dee", A2)}, problems
+    assert got[("ann", A1)].graded_as == {f"{A1}-Copy1.ipynb": f"{A1}.ipynb"}
+    assert [p.name for p in got[("bo", A1)].notebooks] == [f"{A1}.ipynb"] and not got[("bo", A1)].graded_as
+    assert got[("dee", A2)].name_of(got[("dee", A2)].notebooks[0]) == f"{A2}.ipynb"
+    why = {(p.path.parent.name, p.path.name): p.message for p in problems}
+    assert "another copy of" in why[(A1, f"{A1}-Copy1.ipynb")] and "named" in why[(A1, f"{A1}-Copy1.ipynb")]
+    assert "cell ids are not those of one" in why[(A1, f"{A2}-Copy1.ipynb")]

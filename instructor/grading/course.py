@@ -150,6 +150,11 @@ def collect_submissions(path: Path, root: Path = REPO) -> tuple[list[Submission]
       or the course folder that contains it);
     * ``<student>/<notebook>.ipynb``: the assignment is found from the notebook's file name.
 
+    A notebook whose name is not the course's (JupyterLab's ``-Copy1``, ``Untitled.ipynb``) is
+    recognised by its nbgrader cell ids (:func:`handins.recognise`) and graded under the course's name
+    (``Submission.graded_as``); where a file with the course's name is there too, it wins and the copy is
+    listed as a problem.
+
     Every file that cannot be graded becomes a :class:`Problem` naming it; the rest are graded.
     """
     path = Path(path)
@@ -165,6 +170,7 @@ def collect_submissions(path: Path, root: Path = REPO) -> tuple[list[Submission]
     found: dict[tuple[str, str], list[Path]] = {}
 
     links: dict[tuple[str, str], list[str]] = {}
+    renamed: dict[tuple[str, str, Path], tuple[str, str]] = {}   # a renamed copy -> (assignment, name)
 
     def linked(p: Path, student: str, assignment: str | None) -> bool:
         why = _link(p)
@@ -205,9 +211,15 @@ def collect_submissions(path: Path, root: Path = REPO) -> tuple[list[Submission]
                     if why:
                         problems.append(Problem(f, why, student_dir.name, entry.name))
                     elif f.name not in {p.name for p in source_notebooks(entry.name, root)}:
-                        problems.append(Problem(f, f"assignment {entry.name} has no notebook named {f.name} "
-                                                   f"(expected {', '.join(p.name for p in source_notebooks(entry.name, root))})",
-                                                student_dir.name, entry.name))
+                        as_ = _recognised(nb, f, entry.name, root)
+                        if as_:
+                            renamed[(student_dir.name, entry.name, f)] = as_
+                            found.setdefault((student_dir.name, entry.name), []).append(f)
+                        else:
+                            problems.append(Problem(f, f"assignment {entry.name} has no notebook named {f.name} "
+                                                       f"(expected {', '.join(p.name for p in source_notebooks(entry.name, root))}) "
+                                                       "and its cell ids are not those of one",
+                                                    student_dir.name, entry.name))
                     else:
                         found.setdefault((student_dir.name, entry.name), []).append(f)
             elif entry.suffix == NB_EXT:
@@ -215,15 +227,45 @@ def collect_submissions(path: Path, root: Path = REPO) -> tuple[list[Submission]
                 if why:
                     problems.append(Problem(entry, why, student_dir.name, owner.get(entry.name)))
                 elif entry.name not in owner:
-                    problems.append(Problem(entry, "notebook of an unknown assignment (its name matches no "
-                                                   "notebook in source/)", student_dir.name))
+                    as_ = _recognised(nb, entry, None, root)
+                    if as_:
+                        renamed[(student_dir.name, as_[0], entry)] = as_
+                        found.setdefault((student_dir.name, as_[0]), []).append(entry)
+                    else:
+                        problems.append(Problem(entry, "notebook of an unknown assignment (its name matches no "
+                                                       "notebook in source/, nor do its cell ids)", student_dir.name))
                 else:
                     found.setdefault((student_dir.name, owner[entry.name]), []).append(entry)
             else:
                 problems.append(Problem(entry, "not a notebook (.ipynb); skipped"))
-    subs = [Submission(s, a, nbs, [f"linked file handed in: {w}" for w in links.get((s, a), [])])
+    for (s, a), nbs in found.items():   # a renamed copy is graded only where no file has the course's name
+        taken = {f.name for f in nbs if (s, a, f) not in renamed}
+        copies = sorted((f for f in nbs if (s, a, f) in renamed), key=lambda f: (-f.stat().st_mtime, f.name))
+        for f in copies:
+            name = renamed[(s, a, f)][1]
+            if name in taken:
+                problems.append(Problem(f, f"another copy of {name} (recognised by its cell ids); the file "
+                                           f"{'named ' + name if name in {g.name for g in nbs} else 'saved last'} "
+                                           "is graded", s, a))
+                nbs.remove(f)
+                del renamed[(s, a, f)]
+            else:
+                taken.add(name)
+    subs = [Submission(s, a, nbs, [f"linked file handed in: {w}" for w in links.get((s, a), [])],
+                       {f.name: renamed[(s, a, f)][1] for f in nbs if (s, a, f) in renamed})
             for (s, a), nbs in sorted(found.items())]
     return subs, problems
+
+
+def _recognised(nb, path: Path, assignment: str | None, root: Path) -> tuple[str, str] | None:
+    """(assignment, the course's notebook name) for a renamed copy (``01_version_counter-Copy1.ipynb``),
+    from its nbgrader cell ids; None when they do not say, or say another assignment than its folder."""
+    from .handins import recognise
+
+    found = recognise(nb, path.name, root)
+    if found is None or (assignment is not None and found[0] != assignment):
+        return None
+    return found[0], found[1]
 
 
 def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progress: bool = True,

@@ -291,6 +291,11 @@ class Submission:
     assignment: str
     notebooks: list[Path]
     flags: list[str] = field(default_factory=list)  # what was wrong with the files handed in (links, ...)
+    graded_as: dict = field(default_factory=dict)   # a renamed copy's file name -> the course's name for it
+
+    def name_of(self, nb: Path) -> str:
+        """The name ``nb`` is graded under: its own, or the course's for a copy recognised by its cell ids."""
+        return self.graded_as.get(nb.name, nb.name)
 
 def read_notebook(path: Path) -> tuple[nbformat.NotebookNode | None, str | None]:
     """Parse a submitted notebook; on failure return (None, a short reason naming what is wrong)."""
@@ -484,8 +489,8 @@ def stage(sub: Submission, target: Path, workdir: Path, res: Result) -> None:
     if all(nb.parent.resolve() == target.resolve() for nb in sub.notebooks):
         return
     if target.exists():
-        same = sorted(p.name for p in target.iterdir()) == sorted(nb.name for nb in sub.notebooks) and all(
-            (target / nb.name).read_bytes() == nb.read_bytes() for nb in sub.notebooks)
+        same = sorted(p.name for p in target.iterdir()) == sorted(sub.name_of(nb) for nb in sub.notebooks) and all(
+            (target / sub.name_of(nb)).read_bytes() == nb.read_bytes() for nb in sub.notebooks)
         if same:
             return
         backup = workdir / "replaced_submissions" / time.strftime("%Y%m%d-%H%M%S") / sub.student / sub.assignment
@@ -494,7 +499,9 @@ def stage(sub: Submission, target: Path, workdir: Path, res: Result) -> None:
         res.notes.append(f"an earlier {target} was moved to {backup}")
     target.mkdir(parents=True)
     for nb in sub.notebooks:
-        shutil.copy2(nb, target / nb.name)
+        shutil.copy2(nb, target / sub.name_of(nb))
+        if sub.name_of(nb) != nb.name:
+            res.notes.append(f"{nb.name} was graded as {sub.name_of(nb)} (recognised by its cell ids)")
 
 
 #: nbgrader's closing line when a step failed: it points at a traceback it logged, and says nothing alone.
