@@ -50,9 +50,9 @@ def test_canvas_layout(tmp_path):
     assert out == {"canvas": [tmp_path / "canvas.csv"]}
     assert _read(tmp_path / "canvas.csv") == [
         ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", A1, A2],
-        ["Points Possible", "", "", "", "", "5", "10"],
+        ["Points Possible", "", "", "", "", "9", "10"],         # every point: 5 autograded + 4 by hand
         ["'" + FORMULA, "", "", "'" + FORMULA, "", "1", ""],   # neutralised; no A2 submission: empty
-        ["alice", "", "", "alice", "", "3.5", "10"],           # auto only: the 4 hand-graded points are not in
+        ["alice", "", "", "alice", "", "3.5", "10"],           # so far: the 4 points by hand are not graded yet
         ["bob", "", "", "bob", "", "", "0"],                   # not graded: empty, not 0; a real 0 stays 0
     ]
 
@@ -62,7 +62,7 @@ def test_moodle_layout(tmp_path):
     rows = _read(tmp_path / "moodle.csv")
     assert rows[0] == ["Username", A1, f"{A1} (Feedback)", A2, f"{A2} (Feedback)"]
     assert rows[1] == ["'" + FORMULA, "1", "", "", ""]
-    assert rows[2] == ["alice", "3.5", "patched the checks | 4 point(s) graded by hand not included", "10", ""]
+    assert rows[2] == ["alice", "3.5", "patched the checks | 4 point(s) still to be graded by hand, not in the score yet", "10", ""]
     assert rows[3] == ["bob", "", "not graded: kernel died", "0",
                        "integrity: tests passed in the kernel, failed outside"]
     assert len(rows) == 4
@@ -283,3 +283,30 @@ def test_nbgrader_export_command_uses_the_plugin(gradebook_db, tmp_path):
         ["Adams, Eve", "'" + FORMULA, "eve@example.org", ""],
         ["Bar, Ben", "bar", "", "4"],
     ]
+
+
+def test_hand_graded_points_count_once_graded_and_the_maximum_holds_them_from_the_start(tmp_path):
+    pending = _ok("alice", A1, [(2, 2), (1.5, 3)], manual=4)
+    graded = _ok("alice", A1, [(2, 2), (1.5, 3)], manual=4)
+    graded.questions[-1].score = 3.0          # formgrader: 3 of 4 by hand
+    for result, score, note in [(pending, "3.5", "4 point(s) still to be graded by hand"), (graded, "6.5", None)]:
+        export.export_results([result], tmp_path, ["canvas", "moodle"])
+        canvas = _read(tmp_path / "canvas.csv")
+        assert canvas[1][5] == "9" and canvas[2][5] == score, canvas
+        comment = _read(tmp_path / "moodle.csv")[1][2]
+        assert (note in comment) if note else comment == "", comment
+
+
+def test_names_and_emails_come_from_the_roster_over_the_gradebook(gradebook_db, tmp_path):
+    from instructor.grading.handins import Student
+
+    course_root = Path(gradebook_db.replace("sqlite:///", "")).parent
+    people = export.people_from([Student("bar", "Benedict", "Barr", "ben@example.edu")], course_root)
+    assert people[FORMULA] == ("Adams, Eve", "eve@example.org")          # the gradebook's
+    assert people["bar"] == ("Barr, Benedict", "ben@example.edu")         # the roster's, over the gradebook's
+    export.export_results([_ok("bar", A1, [(1, 2)]), _ok(FORMULA, A1, [(2, 2)])], tmp_path, ["gradescope", "canvas"],
+                          people=people)
+    rows = _read(tmp_path / f"gradescope-{A1}.csv")
+    assert ["Barr, Benedict", "bar", "ben@example.edu", "1"] in rows
+    assert ["Adams, Eve", "'" + FORMULA, "eve@example.org", "2"] in rows
+    assert ["Barr, Benedict", "", "", "bar", "", "1"] in _read(tmp_path / "canvas.csv")

@@ -92,7 +92,7 @@ def cmd_release(args) -> int:
 
 def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: bool = True, jobs: int = 1,
                       force: bool = False, scheduler: str | None = None, exports: list[str] = (),
-                      keep: list | None = None) -> int:
+                      keep: list | None = None, roster: list | None = None) -> int:
     """Grade, write grades.csv (and the exports), print the report; the exit status. ``keep``: a list
     that receives the results."""
     _print_problems(problems)
@@ -104,7 +104,8 @@ def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: boo
     if keep is not None:
         keep.extend(results)
     totals, by_q = course.write_csv(results, outdir, problems)
-    exported = export.export_results(results, outdir, exports, problems)
+    exported = export.export_results(results, outdir, exports, problems,
+                                     export.people_from(roster, workdir) if exports else None)
     print(_table(results))
     for r in results:
         for note in r.notes:
@@ -159,13 +160,12 @@ def _class_report(results: list[course.Result], outdir: Path, workdir: Path) -> 
         return f"not written ({type(err).__name__}: {err})"
 
 
-def _import_handins(src: Path, lms: str, roster_csv: str | None, outdir: Path) -> tuple[Path | None, list[Problem]]:
+def _import_handins(src: Path, lms: str, roster: list | None, outdir: Path) -> tuple[Path | None, list[Problem]]:
     """An LMS download laid out as nbgrader's folders under ``outdir/handins`` (a new folder each time);
     every file that could not be mapped becomes a :class:`Problem` naming it."""
     from . import handins
 
     try:
-        roster = handins.read_roster(Path(roster_csv)) if roster_csv else None
         n = 1
         while (dest := outdir / "handins" / f"{src.stem}-{n}").exists():
             n += 1
@@ -181,22 +181,27 @@ def _import_handins(src: Path, lms: str, roster_csv: str | None, outdir: Path) -
 def cmd_grade(args) -> int:
     src = Path(args.submissions)
     workdir = Path(args.workdir)
+    roster = None
+    if args.roster:
+        from .handins import HandinError, read_roster
+
+        try:
+            roster = read_roster(Path(args.roster))
+        except HandinError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     extra: list[Problem] = []
     if src.suffix.lower() == ".zip" or args.lms:
-        folder, extra = _import_handins(src, args.lms or "auto", args.roster, Path(args.out or workdir))
+        folder, extra = _import_handins(src, args.lms or "auto", roster, Path(args.out or workdir))
         if folder is None:
             _print_problems(extra)
             return 1
         src = folder
-    elif args.roster:
-        print(Problem(Path(args.roster), "--roster maps an LMS download's names (a .zip or --lms); "
-                                         "an nbgrader folder already names its students"), file=sys.stderr)
-        return 2
     subs, problems = course.collect_submissions(src)
     problems = extra + problems
     return _grade_and_report(subs, problems, workdir, Path(args.out or workdir), not args.no_progress,
                              jobs=args.jobs or (os.cpu_count() or 1), force=args.force, scheduler=args.scheduler,
-                             exports=args.export or [])
+                             exports=args.export or [], roster=roster)
 
 
 def cmd_report(args) -> int:
@@ -476,8 +481,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lms", choices=["auto", "canvas", "moodle"],
                    help="SUBMISSIONS_DIR is an LMS's bulk download (a .zip is read as one without this)")
     p.add_argument("--roster", metavar="CSV",
-                   help="with an LMS download: the class list (id,first_name,last_name,email[,lms_id]) that maps "
-                        "the LMS's names and user ids to student ids; a file not on it is listed, not graded")
+                   help="the class list (id,first_name,last_name,email[,lms_id]): names and emails in the "
+                        "--export files; with an LMS download it also maps the LMS's names and user ids to "
+                        "student ids (a file of someone not on it is listed, not graded)")
     p.set_defaults(func=cmd_grade)
 
     p = sub.add_parser("report", help="the class report (HTML) rebuilt from what grading recorded",

@@ -61,13 +61,16 @@ the safe failure. Scores are written as numbers (a negative one stays a number).
     knows it. No comment column: why a student has no grade is in ``grades.csv``.
 
 What the score is
-    ``grade --export`` (:func:`export_results`) writes each submission's **autograded** score,
-    ``Result.auto_score``, out of ``auto_max`` (the Points Possible row, and Moodle's/Gradescope's
-    scale): points graded by hand that are still pending are *not* included. Moodle's feedback
-    cell says so for a submission that has any; Canvas and Gradescope files cannot carry a comment
-    and none of the three formats allows a comment line in the file, so it is said here.
-    A submission that could not be graded (``Result.ok`` false, or a file skipped with a reason)
-    gets an **empty** grade cell, never 0, with the reason in Moodle's feedback column.
+    ``grade --export`` (:func:`export_results`) writes each submission's points so far: the
+    autograded ones and those already graded by hand in formgrader (``grade`` reads them back from the
+    gradebook), out of **every** point of the assignment (the Points Possible row, and Moodle's and
+    Gradescope's scale): a written answer counts in the maximum from the start, so the LMS never
+    shows 15 of 15 for an 18-point assignment. Points still to be graded by hand are said in Moodle's
+    feedback cell; Canvas and Gradescope files cannot carry a comment, so run the export again after
+    hand grading (the scores rise; the maximum stays). A submission that could not be graded
+    (``Result.ok`` false, or a file skipped with a reason) gets an **empty** grade cell, never 0, with
+    the reason in Moodle's feedback column. Names and emails come from ``--roster`` (the class list)
+    or, failing that, from nbgrader's gradebook in the course folder.
 
     The nbgrader export plugins (:class:`CanvasExportPlugin`, :class:`MoodleExportPlugin`,
     :class:`GradescopeExportPlugin`) read nbgrader's gradebook instead, so they export what the
@@ -136,26 +139,34 @@ def result_comment(r: course.Result) -> str:
         return _short(["not graded: " + (r.error or "grading failed")])
     parts = list(r.flags) + ["integrity: " + line for line in r.integrity]
     if r.manual_pending:
-        parts.append(f"{r.manual_pending:g} point(s) graded by hand not included")
+        parts.append(f"{r.manual_pending:g} point(s) still to be graded by hand, not in the score yet")
     return _short(parts)
 
 
+def points_so_far(r: course.Result) -> float:
+    """Autograded points plus the points already graded by hand."""
+    return sum(q.score for q in r.questions if q.score is not None)
+
+
 def _points_possible(assignment: str, results: list[course.Result]) -> float | None:
-    graded = [r.auto_max for r in results if r.ok and r.assignment == assignment]
+    graded = [sum(q.max_score for q in r.questions) for r in results if r.ok and r.assignment == assignment]
     if graded:
         return max(graded)
     try:  # nobody was graded: the course's own layout says what the assignment is worth
         layout = course.gradebook_layout(assignment)
     except (OSError, ValueError):
         return None
-    return sum(c["points"] for c in layout if c["kind"] == "auto") if layout else None
+    return sum(c["points"] for c in layout if c["kind"] != "task") if layout else None
 
 
-def sheet_from_results(results: list[course.Result], problems: Iterable[course.Problem] = ()) -> Sheet:
+def sheet_from_results(results: list[course.Result], problems: Iterable[course.Problem] = (),
+                       people: dict[str, tuple[str, str]] | None = None) -> Sheet:
     """The sheet of one ``grade`` run: a row per student, a column per assignment (both sorted),
     and an empty cell with the reason for every file that was skipped (a :class:`course.Problem`
-    that names its student and assignment) and was not graded otherwise."""
+    that names its student and assignment) and was not graded otherwise. ``people``: student id ->
+    (display name, email), from the roster or the gradebook."""
     sheet = Sheet()
+    people = people or {}
     skipped: dict[tuple[str, str], list[str]] = {}
     for p in problems:
         if p.student and p.assignment:
@@ -164,12 +175,27 @@ def sheet_from_results(results: list[course.Result], problems: Iterable[course.P
     for a in sorted({a for _, a in keys}):
         sheet.assignments[a] = _points_possible(a, results)
     for s in sorted({s for s, _ in keys}):
-        sheet.students[s] = (s, "")
+        sheet.students[s] = people.get(s, (s, ""))
     for key, why in skipped.items():
         sheet.grades[key] = Entry(None, _short(["not graded: " + " | ".join(why)]))
     for r in results:
-        sheet.grades[(r.student, r.assignment)] = Entry(r.auto_score if r.ok else None, result_comment(r))
+        sheet.grades[(r.student, r.assignment)] = Entry(points_so_far(r) if r.ok else None, result_comment(r))
     return sheet
+
+
+def people_from(roster=None, course_root: Path | None = None) -> dict[str, tuple[str, str]]:
+    """Student id -> (display name "Last, First", email): the gradebook's students, then the roster's
+    (a list of :class:`handins.Student`) over them."""
+    people: dict[str, tuple[str, str]] = {}
+    if course_root is not None and (Path(course_root) / "gradebook.db").is_file():
+        from nbgrader.api import Gradebook
+
+        with Gradebook(f"sqlite:///{Path(course_root) / 'gradebook.db'}") as gb:
+            for st in gb.students:
+                people[st.id] = (_display_name(st), st.email or "")
+    for st in roster or ():
+        people[st.id] = (_display_name(st), st.email or "")
+    return people
 
 
 def _display_name(student) -> str:
@@ -319,13 +345,14 @@ def format_arg(value: str) -> str:
 
 
 def export_results(results: list[course.Result], dest_dir: Path, formats: Iterable[str],
-                   problems: Iterable[course.Problem] = ()) -> dict[str, list[Path]]:
+                   problems: Iterable[course.Problem] = (),
+                   people: dict[str, tuple[str, str]] | None = None) -> dict[str, list[Path]]:
     """Write one file per format (Gradescope: one per assignment) into ``dest_dir``;
-    ``{format: [paths]}``."""
+    ``{format: [paths]}``. ``people``: :func:`people_from`."""
     chosen = parse_formats(formats)
     if not chosen:
         return {}
-    sheet = sheet_from_results(results, problems)
+    sheet = sheet_from_results(results, problems, people)
     return {fmt: write_sheet(sheet, fmt, dest_dir) for fmt in chosen}
 
 
