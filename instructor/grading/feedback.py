@@ -11,16 +11,20 @@
   and carries a ``Content-Security-Policy`` ``<meta>`` with ``script-src 'none'``
   (:data:`.sanitize.FEEDBACK_CSP`): two layers, each enough alone to keep a student's script from
   running in the page.
-* :func:`annotate_feedback` — the grader's notes on top, questions named, long lines wrapped.
+* :func:`annotate_feedback` — the grader's notes on top, questions named, long lines wrapped, and a
+  written answer not graded by hand yet shown as "pending hand grading" (nbgrader's template shows it
+  as ``0.0 / 3.0``), at the question and in the total; once an instructor has graded it by hand
+  (``manual_score`` in the gradebook), nbgrader's real score shows.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import html
 import re
 
 __all__ = ["FEEDBACK_CSS", "IMAGE_ALT", "exporter_class", "template_exporter_class", "question_label",
-           "annotate_feedback"]
+           "annotate_feedback", "hand_grading", "mark_pending"]
 
 #: Feedback a student reads at a glance: long lines wrap (the "try next" hint is never cut at the right edge).
 FEEDBACK_CSS = ("<style>/* added by the course's grader */ pre, .output_text pre, .output_error pre, code "
@@ -107,15 +111,81 @@ def question_label(grade_id: str) -> str:
     return grade_id[:-len("_tests")] if grade_id.endswith("_tests") else grade_id
 
 
+#: A submitted notebook's grades in nbgrader's gradebook (its schema since 0.6): name, points, scores.
+_GRADES_SQL = """
+SELECT bc.name, gc.max_score, g.auto_score, g.manual_score
+FROM grade g
+JOIN submitted_notebook sn ON sn.id = g.notebook_id
+JOIN notebook n ON n.id = sn.notebook_id
+JOIN submitted_assignment sa ON sa.id = sn.assignment_id
+JOIN assignment a ON a.id = sa.assignment_id
+JOIN grade_cells gc ON gc.id = g.cell_id
+JOIN base_cell bc ON bc.id = gc.id
+WHERE n.name = ? AND a.name = ? AND sa.student_id = ?"""
+
+
+def hand_grading(path, res) -> tuple[dict[str, float], bool]:
+    """``({grade_id: points}, any graded by hand)`` for the feedback page ``path``
+    (``<course>/feedback/<student>/<assignment>/<notebook>.html``): the answers nobody has scored yet
+    (no autograde score, no manual score: nbgrader counts them 0). Read, read-only, from the course's
+    gradebook, which a hand grade in formgrader updates (``res.questions`` can be older than that);
+    without that gradebook, from ``res.questions``."""
+    import sqlite3
+    from pathlib import Path
+
+    path = Path(path)
+    db = path.parents[3] / "gradebook.db" if len(path.parents) > 3 else None
+    if db is not None and db.is_file():
+        try:
+            with contextlib.closing(sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)) as con:
+                rows = con.execute(_GRADES_SQL, (path.stem, res.assignment, res.student)).fetchall()
+        except sqlite3.Error:
+            rows = []
+        if rows:
+            return ({name: float(points) for name, points, auto, manual in rows if auto is None and manual is None},
+                    any(manual is not None for *_, manual in rows))
+    return ({q.grade_id: float(q.max_score) for q in getattr(res, "questions", [])
+             if q.kind != "auto" and q.score is None}, False)
+
+
+_TOTAL = re.compile(r"(<h4>[^<]*\(Score: )([0-9.]+) / ([0-9.]+)(\)</h4>)")
+
+
+def mark_pending(text: str, pending: dict[str, float], graded_by_hand: bool = False) -> str:
+    """nbgrader's feedback page with each answer in ``pending`` (grade id: points) shown as pending hand
+    grading instead of a score of 0, in the list at the top, at the answer, and in the total:
+    "Score: 10 / 13 autograded, 3 points pending hand grading"."""
+    if not pending:
+        return text
+    for gid, points in pending.items():
+        name = re.escape(html.escape(gid))
+        text = re.sub(rf'(<li><a href="#{name}">[^<]*</a>) \(Score: [0-9.]+ / [0-9.]+\)',
+                      lambda m: f"{m.group(1)} (pending hand grading, {points:g} points)", text, count=1)
+        text = re.sub(rf'(<a name="{name}"></a><div class="panel-heading"><span class="nbgrader-label">[^<]*</span>'
+                      rf'\s*<span class="pull-right">\s*)Score: [0-9.]+ / [0-9.]+',
+                      lambda m: f"{m.group(1)}Pending hand grading ({points:g} points)", text)
+    waiting = sum(pending.values())
+
+    def total(m) -> str:
+        score, out_of = float(m.group(2)), float(m.group(3)) - waiting
+        so_far = "graded so far" if graded_by_hand else "autograded"
+        return (f"{m.group(1)}{score:g} / {out_of:g} {so_far}, {waiting:g} point{'s' if waiting != 1 else ''} "
+                f"pending hand grading{m.group(4)}")
+
+    return _TOTAL.sub(total, text, count=1)
+
+
 def annotate_feedback(res) -> None:
     """The feedback made readable, and a short note at the top: what grading undid or stopped, and
     disagreements (``res``: a grading result with ``flags``, ``integrity`` and the ``feedback`` files).
-    The summary names each question instead of "Test cell"; long lines wrap."""
+    The summary names each question instead of "Test cell"; long lines wrap; an answer waiting for its
+    hand grade says so (:func:`mark_pending`)."""
     lines = res.flags + res.integrity
     note = ("<div style='border:2px solid #c60;padding:8px;margin:8px'><b>Notes from the grader</b><ul>"
             + "".join(f"<li>{html.escape(l)}</li>" for l in lines) + "</ul></div>") if lines else ""
     for path in res.feedback:
         text = path.read_text(encoding="utf-8")
+        text = mark_pending(text, *hand_grading(path, res))
         text = re.sub(r'<a href="#([A-Za-z0-9_\-]+)">Test cell</a>',
                       lambda m: f'<a href="#{m.group(1)}">question <span class="course-question">'
                                 f'{html.escape(question_label(m.group(1)))}</span></a>', text)
