@@ -358,17 +358,20 @@ def _not_defined_message(name: str, places: "_Places | None", before: int) -> st
 def _not_implemented_message(err: BaseException, places: "_Places | None", before: int) -> str:
     """A ``raise NotImplementedError`` stub reached from a test cell: named as nbgrader's Validate and
     the tests' own checks name it ("... is not implemented yet")."""
-    function, tb = "your answer", err.__traceback__
-    while tb is not None:
+    import linecache
+
+    function, line, tb = "", "", err.__traceback__
+    while tb is not None:   # the innermost frame: the function that raised it
         code = tb.tb_frame.f_code
-        if not code.co_filename.startswith("<test cell"):
-            function = getattr(code, "co_qualname", code.co_name)
+        function = getattr(code, "co_qualname", code.co_name)
+        line = linecache.getline(code.co_filename, tb.tb_lineno)
         tb = tb.tb_next
-    top = function.split(".")[0]
-    where = places.where(top, before) if places is not None and function != "your answer" else None
-    return (f"{function} is not implemented yet: replace `raise NotImplementedError` in "
-            + (f"its cell ({where})" if where else "your answer cell")
-            + ", run that cell, then call check() again")
+    stub = "raise NotImplementedError" in line or "Replace this line with your answer" in str(err)
+    where = places.where(function.split(".")[0], before) if places is not None and function and stub else None
+    if where is None:   # raised by a library (an op PyTorch lacks for a device...), not a stub of this notebook
+        return _message(err)
+    return (f"{function} is not implemented yet: replace `raise NotImplementedError` in its cell ({where}), "
+            "run that cell, then call check() again")
 
 
 def _select(cells: list[_Cell], question: str | None) -> list[_Cell]:

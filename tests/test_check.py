@@ -314,3 +314,13 @@ def test_a_stub_is_not_implemented_yet(tmp_path):
     assert q.first_line == ("predict_versions is not implemented yet: replace `raise NotImplementedError` in its "
                             "cell (section 2, `def predict_versions():` under 'YOUR CODE HERE'), run that cell, "
                             "then call check() again")
+
+
+def test_a_library_not_implemented_error_is_not_called_a_stub(tmp_path):
+    """NotImplementedError from a library (an op missing for a device, say) is shown as raised, not as a stub."""
+    def library_op():
+        raise NotImplementedError("Could not run 'aten::foo' with arguments from the 'Meta' backend")
+
+    path = _stub_notebook(tmp_path, "library_op()")
+    q = check(notebook=path, namespace={"library_op": library_op}, show=False).questions[0]
+    assert q.first_line == "NotImplementedError: Could not run 'aten::foo' with arguments from the 'Meta' backend"
