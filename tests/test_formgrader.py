@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -160,3 +161,54 @@ def test_formgrader_buttons_run_the_trusted_pipeline(server):
     assert every["success"], every
     assert "ada/00_orientation: 8/8" in every["log"] and "patch_checks/00_orientation: 2/8" in every["log"]
     assert list((course / "feedback" / "ada" / ASSIGNMENT).glob("*.html"))
+
+
+@pytest.mark.slow
+def test_formgrader_exports_hand_graded_points_and_a_row_per_hand_in(server):
+    """After the buttons above graded ada (8/8) and patch_checks (2/8): formgrader's side bar links
+    to Export Grades; the downloads carry the gradebook's points (a hand-set score included), and a
+    hand-in that could not be graded gets a row with its reason, not a silent gap."""
+    import csv
+    import io
+    import zipfile
+
+    from nbgrader.api import Gradebook
+
+    base, course, _ = server
+    _, page = _call(base, "/formgrader/manage_assignments")
+    assert 'href="/formgrader/export">Export Grades</a>' in page, "the side bar links to the export page"
+    _, export_page = _call(base, "/formgrader/export")
+    assert "/formgrader/export/canvas" in export_page and "Export Grades" in export_page
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id="inplace-autograd") as gb:
+        gb.update_or_create_student("ada", first_name="Ada", last_name="Lovelace", email="ada@example.edu")
+        # assignment 0 has no written answer: the instructor overrides a test cell by hand instead
+        sub = gb.find_submission(ASSIGNMENT, "patch_checks")
+        cell = next(gr for nb in sub.notebooks for gr in nb.grades if gr.auto_score == 0)
+        cell.manual_score = cell.max_score   # the instructor overrides one cell by hand in Manual Grading
+        gb.db.commit()
+        expected_patch = gb.find_submission(ASSIGNMENT, "patch_checks").score
+    assert expected_patch > 2
+    (course / "submitted" / "zed" / ASSIGNMENT).mkdir(parents=True)
+    (course / "submitted" / "zed" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").write_text('{"cells": [')
+
+    content_type, body = _call(base, "/formgrader/export/canvas")
+    assert content_type.startswith("text/csv")
+    rows = list(csv.reader(io.StringIO(body)))
+    assert rows[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] and rows[0][5] == ASSIGNMENT
+    by_login = {r[3]: r for r in rows[2:]}
+    assert by_login["ada"][0] == "Lovelace, Ada" and float(by_login["ada"][5]) == 8
+    assert float(by_login["patch_checks"][5]) == expected_patch
+    assert by_login["zed"][5] == "", "a broken hand-in is an empty cell, never 0"
+    _, moodle = _call(base, "/formgrader/export/moodle")
+    zed = next(r for r in csv.reader(io.StringIO(moodle)) if r[0] == "zed")
+    assert "corrupt notebook" in zed[2], zed
+    req = urllib.request.Request(base + "/formgrader/export/gradescope", headers={"Authorization": f"token {TOKEN}"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        names = zipfile.ZipFile(io.BytesIO(resp.read())).namelist()
+    assert names == [f"gradescope-{ASSIGNMENT}.csv"]
+    try:   # without the token: the login page (or a refusal), never the grades
+        with urllib.request.urlopen(base + "/formgrader/export/canvas", timeout=30) as resp:
+            assert "login" in resp.url and "SIS Login ID" not in resp.read().decode()
+    except urllib.error.HTTPError as err:
+        assert err.code in (401, 403)

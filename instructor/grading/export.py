@@ -316,6 +316,64 @@ def write_sheet(sheet: Sheet, fmt: str, dest_dir: Path) -> list[Path]:
     raise ValueError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
 
 
+def sheet_for_course(course_root: Path) -> Sheet:
+    """What formgrader's Export page downloads: nbgrader's gradebook (hand grading included, late
+    penalties off), and over it a row for every hand-in the gradebook cannot explain: a submission
+    whose grading failed (the ledger's reason) and a file in ``submitted/`` that could not be graded
+    (broken, a link, a stray copy) — each an empty cell with its reason, never a silent gap."""
+    from nbgrader.api import Gradebook
+
+    course_root = Path(course_root)
+    with Gradebook(f"sqlite:///{course_root / 'gradebook.db'}") as gb:
+        sheet = sheet_from_gradebook(gb)
+    failed: dict[tuple[str, str], str] = {}     # the latest grading of these failed: no score stands
+    skipped: dict[tuple[str, str], list[str]] = {}   # files handed in that could not be graded
+    try:
+        from .report import ReportError, results_from_ledger
+
+        for r in results_from_ledger(course_root):
+            if not r.ok:
+                failed[(r.student, r.assignment)] = "not graded: " + (r.error or "grading failed").splitlines()[0]
+    except ReportError:
+        pass
+    if (course_root / "submitted").is_dir():
+        _, problems = course.collect_submissions(course_root / "submitted")
+        for p in problems:
+            if p.student and p.assignment:
+                skipped.setdefault((p.student, p.assignment), []).append(f"{Path(p.path).name}: {p.message}")
+    for key in sorted(set(failed) | set(skipped)):
+        student, assignment = key
+        sheet.students.setdefault(student, (student, ""))
+        if assignment not in sheet.assignments:
+            sheet.assignments[assignment] = _points_possible(assignment, [])
+        entry = sheet.grades.get(key)
+        graded = key not in failed and entry is not None and entry.score is not None
+        if graded:   # a graded notebook, and beside it a file that could not be graded
+            entry.comment = _short([entry.comment] + ["also handed in, not graded: " + w for w in skipped[key]])
+        else:
+            sheet.grades[key] = Entry(None, _short([failed.get(key, "not graded")] + skipped.get(key, [])))
+    sheet.students = dict(sorted(sheet.students.items()))
+    return sheet
+
+
+def download(sheet: Sheet, fmt: str) -> tuple[str, bytes, str]:
+    """(file name, bytes, content type) of one format, for a browser download: Gradescope's files
+    come as one zip."""
+    import io
+    import tempfile
+    import zipfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = write_sheet(sheet, fmt, Path(tmp))
+        if fmt != "gradescope":
+            return paths[0].name, paths[0].read_bytes(), "text/csv; charset=utf-8"
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+            for path in paths:
+                zf.writestr(path.name, path.read_bytes())
+        return "gradescope.zip", buf.getvalue(), "application/zip"
+
+
 # --------------------------------------------------------------------------- grade --export
 
 def parse_formats(values: Iterable[str]) -> list[str]:

@@ -27,6 +27,11 @@ around it with a per-request nonce on its scripts, and a ``Content-Security-Poli
 those scripts only, so a sanitizer miss still runs nothing in the instructor's origin. Files of a
 submission's folder (``/formgrader/submissions/<id>/<file>``) are served in a CSP ``sandbox``.
 
+**Export Grades** (a link added to formgrader's side bar, ``/formgrader/export``) downloads the
+gradebook for Canvas, Moodle or Gradescope (:func:`export.sheet_for_course`): points graded by hand
+included, late penalties off, and an empty cell with its reason for every hand-in that could not be
+graded (the ledger's failures, broken files in ``submitted/``).
+
 The instructor lab (``python -m autograder.lab --instructor``) turns this extension on in place of
 ``nbgrader.server_extensions.formgrader``. Were both on, this one still wins: jupyter_server loads
 extensions in name order and tornado serves the first matching rule.
@@ -402,6 +407,71 @@ def _handlers():
             handlers.SubmissionFilesHandler: SubmissionFilesHandler}
 
 
+EXPORT_PAGE = """{%- extends 'base.tpl' -%}
+{%- block title -%}Export grades{%- endblock -%}
+{%- block body -%}
+<div class="panel panel-default"><div class="panel-heading"><h2 class="panel-title">Export grades for your LMS</h2></div>
+<div class="panel-body">
+<p>Every assignment and every student of the gradebook: the points so far (autograded, and graded by hand
+in Manual Grading) out of every point of the assignment, minus nbgrader's late penalty. A hand-in that could
+not be graded gets an empty cell, never 0, with its reason in Moodle's feedback column.</p>
+<ul>
+<li><a href="{{ base_url }}/formgrader/export/canvas" download>Canvas</a> (canvas.csv: Grades, Import)</li>
+<li><a href="{{ base_url }}/formgrader/export/moodle" download>Moodle</a> (moodle.csv: Grade import, CSV file)</li>
+<li><a href="{{ base_url }}/formgrader/export/gradescope" download>Gradescope</a> (gradescope.zip: one CSV per assignment)</li>
+</ul></div></div>
+{%- endblock -%}
+"""
+NAV_ANCHOR = '/formgrader/manage_students">Manage Students</a></li>'
+NAV_EXPORT = '<li role="presentation"><a href="{{ base_url }}/formgrader/export">Export Grades</a></li>'
+
+
+def with_export_link(env) -> None:
+    """formgrader's side bar (every page's, including those that override it) gets an "Export Grades"
+    link: its templates are read through a loader that adds it after "Manage Students"; the page
+    itself is one more template."""
+    import jinja2
+
+    class Loader(jinja2.BaseLoader):
+        def __init__(self, inner):
+            self.inner = inner
+
+        def get_source(self, environment, template):
+            if template == "course_export.tpl":
+                return EXPORT_PAGE, None, lambda: True
+            source, filename, uptodate = self.inner.get_source(environment, template)
+            return source.replace(NAV_ANCHOR, NAV_ANCHOR + "\n" + NAV_EXPORT), filename, uptodate
+
+    if not isinstance(env.loader, Loader):
+        env.loader = Loader(env.loader)
+
+
+def _export_handlers():
+    from nbgrader.server_extensions.formgrader.base import BaseHandler, check_notebook_dir
+    from tornado import web
+
+    from . import export
+
+    class ExportPage(BaseHandler):
+        @web.authenticated
+        @check_notebook_dir
+        def get(self):
+            self.write(self.render("course_export.tpl", base_url=self.base_url))
+
+    class ExportDownload(BaseHandler):
+        @web.authenticated
+        @check_notebook_dir
+        def get(self, fmt):
+            name, data, kind = export.download(export.sheet_for_course(Path(self.coursedir.root)), fmt)
+            self.set_header("Content-Type", kind)
+            self.set_header("Content-Disposition", f'attachment; filename="{name}"')
+            self.set_header("X-Content-Type-Options", "nosniff")
+            self.write(data)
+
+    return [(r"/formgrader/export/?", ExportPage),
+            (r"/formgrader/export/(canvas|moodle|gradescope)", ExportDownload)]
+
+
 def routes() -> list[tuple]:
     """formgrader's URL rules, nbgrader's button handlers replaced by the pipeline's and its
     submission pages by the secured ones."""
@@ -411,6 +481,7 @@ def routes() -> list[tuple]:
     swap = _handlers()
     return [*[(pattern, swap.get(cls, cls), *rest) for pattern, cls, *rest in handlers.default_handlers],
             *[(pattern, swap.get(cls, cls), *rest) for pattern, cls, *rest in apihandlers.default_handlers],
+            *_export_handlers(),
             (r"/formgrader/static/(.*)", web.StaticFileHandler, {"path": handlers.static_path}),
             (r"/formgrader/.*", handlers.Template404)]
 
@@ -435,6 +506,7 @@ def _load_jupyter_server_extension(serverapp):
     formgrader.log = serverapp.log
     formgrader.initialize([])
     formgrader.init_tornado_settings(webapp)
+    with_export_link(webapp.settings["nbgrader_jinja2_env"])
     base = webapp.settings["base_url"]
     webapp.add_handlers(".*$", [(url_path_join(base, r[0].lstrip("/")), *r[1:]) for r in routes()])
 
