@@ -230,6 +230,9 @@ def test_binder_simulated():
         assert r.returncode == 0, f"postBuild failed ({r.returncode}):\n{r.stdout}\n{r.stderr}"
         assert len(r.stdout.splitlines()) <= 1 and not r.stderr.strip(), \
             f"postBuild should be quiet on success:\n{r.stdout}\n{r.stderr}"
+        released = sorted(p.relative_to(home / "release") for p in (home / "release").glob("*/*.ipynb"))
+        assert released and sorted(p.relative_to(home / "workspace") for p in (home / "workspace").glob("*/*.ipynb")) \
+            == released, "postBuild makes the student's workspace/ copies, which the lessons link to"
         lab_off, server_off = student_view(home / "postBuild")
         page_config = json.loads((prefix / "etc" / "jupyter" / "labconfig" / "page_config.json").read_text())
         for plugin in lab_off:
