@@ -1,0 +1,90 @@
+"""JupyterHub for the course: one machine, one OS account per person, formgrader as a hub service.
+
+Started by ``make hub`` (as root) after ``python -m instructor.grading.hub setup`` wrote
+``$HUB_PREFIX/state/hub.json`` (default prefix /srv/inplace-hub): the accounts, ports and folders
+below come from there. docs/deploying.md explains the design.
+"""
+import json
+import os
+import sys
+from pathlib import Path
+
+c = get_config()  # noqa: F821 - provided by traitlets when JupyterHub loads this file
+
+HERE = Path(__file__).resolve().parent
+PREFIX = Path(os.environ.get("HUB_PREFIX", "/srv/inplace-hub"))
+STATE = PREFIX / "state"
+hub = json.loads((STATE / "hub.json").read_text())
+COURSE, ENV, EXCHANGE = PREFIX / "course", PREFIX / "env", PREFIX / "exchange"
+PYTHON = str(ENV / "bin" / "python")
+NP = hub["names_prefix"]
+GRADERS_GROUP, STUDENTS_GROUP = f"{NP}inplace-graders", f"{NP}inplace-students"
+GRADER_ACCOUNT, SERVICE = f"{NP}inplace-grader", "inplace-course"
+# Servers run the environment under the prefix (readable by all), never the checkout's.
+SAFE_PATH = f"{ENV / 'bin'}:/usr/local/bin:/usr/bin:/bin"
+
+# --------------------------------------------------------------------------- the hub and its proxy
+c.JupyterHub.bind_url = f"http://{hub['ip']}:{hub['port']}"
+c.JupyterHub.hub_bind_url = f"http://127.0.0.1:{hub['hub_api_port']}"
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{hub['proxy_api_port']}"
+c.ConfigurableHTTPProxy.command = [str(HERE / "node_modules" / ".bin" / "configurable-http-proxy")]
+c.ConfigurableHTTPProxy.pid_file = str(STATE / "jupyterhub-proxy.pid")
+c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
+c.JupyterHub.pid_file = str(STATE / "jupyterhub.pid")
+c.JupyterHub.cleanup_servers = True
+c.JupyterHub.cleanup_proxy = True
+
+# --------------------------------------------------------------------------- who may log in
+# PAM: the machine's own accounts and passwords (what `setup --demo` and `roster` make). A class that
+# prefers sign-up or its LMS sets HUB_AUTH (docs/deploying.md); the spawner needs an OS account either way.
+c.JupyterHub.authenticator_class = os.environ.get("HUB_AUTH", "pam")
+c.Authenticator.allowed_users = set(hub["graders"]) | set(hub["students"])
+c.LocalAuthenticator.allowed_groups = {GRADERS_GROUP, STUDENTS_GROUP}  # roster imports need no restart
+c.Authenticator.admin_users = set()
+c.Authenticator.delete_invalid_users = True
+
+# --------------------------------------------------------------------------- students' servers
+# JupyterHub's local process spawner: each server runs as its user's own OS account, in its 0700 home.
+c.JupyterHub.spawner_class = "localprocess"
+c.Spawner.cmd = [PYTHON, "-m", "jupyterhub.singleuser"]
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = "~"
+c.Spawner.start_timeout = 120
+c.Spawner.http_timeout = 120
+c.Spawner.environment = {
+    "PATH": SAFE_PATH,
+    # nbgrader's student view (no formgrader, no course list) and the hub's exchange
+    "JUPYTER_CONFIG_PATH": str(PREFIX / "etc" / "student"),
+    "PYTHONNOUSERSITE": "1",
+}
+
+# --------------------------------------------------------------------------- formgrader, a hub service
+# nbgrader's "one class, several graders": a shared grader account runs formgrader on the course folder;
+# every member of the grader group reaches it through the hub as /services/inplace-course/.
+token_file = STATE / "service-token"
+if not token_file.exists():
+    import secrets
+
+    token_file.write_text(secrets.token_hex(32))
+    token_file.chmod(0o600)
+c.JupyterHub.services = [{
+    "name": SERVICE,
+    "url": f"http://127.0.0.1:{hub['service_port']}",
+    "command": [PYTHON, "-m", "jupyterhub.singleuser", f"--ServerApp.root_dir={COURSE}"],
+    "user": GRADER_ACCOUNT,
+    "cwd": str(COURSE),
+    "api_token": token_file.read_text().strip(),
+    "oauth_no_confirm": True,
+    "environment": {
+        "PATH": SAFE_PATH,
+        "JUPYTER_CONFIG_PATH": str(PREFIX / "etc" / "grader"),
+        "JUPYTERHUB_DEFAULT_URL": "/formgrader",
+        "PYTHONNOUSERSITE": "1",
+    },
+}]
+c.JupyterHub.load_groups = {f"formgrade-{SERVICE}": {"users": sorted(hub["graders"])}}
+c.JupyterHub.load_roles = [
+    {"name": f"formgrade-{SERVICE}", "groups": [f"formgrade-{SERVICE}"],
+     "scopes": [f"access:services!service={SERVICE}"]},
+]

@@ -1,0 +1,580 @@
+"""The course on one JupyterHub machine: accounts, the course folder, the students' Python, permissions.
+
+``make hub`` runs ``python -m instructor.grading.hub setup`` (as root), then JupyterHub with
+``hub/jupyterhub_config.py``, which reads what ``setup`` wrote in ``<prefix>/state/hub.json``.
+Everything lives under one prefix (default ``/srv/inplace-hub``)::
+
+    <prefix>/                 root 0755
+      state/                  root 0700   hub.json, the hub's database and cookie secret, passwords
+      course/                 <service account>:<graders> 2770   the course folder formgrader serves:
+                              source/, instructor/, release/, the gradebook, submitted/, autograded/
+      exchange/               root 1777   nbgrader's exchange (release, submit, feedback)
+      env/                    root 0755   the Python every server runs: a copy of the course's
+                              environment with the student package ``autograder`` installed (not
+                              editable: it names no file of the checkout)
+      etc/student/            root 0755   Jupyter config of students' servers (student view, exchange)
+      etc/grader/             root 0755   Jupyter config of the formgrader service
+
+Accounts (one Unix group for each role; ``--names-prefix`` puts a prefix before every name):
+
+* ``inplace-grader``: the shared grader account; JupyterHub runs formgrader as this account, as the
+  hub service ``inplace-course`` (nbgrader's "one class, several graders" set-up). No password.
+* ``inplace-graders``: the grader group (the instructor, a second grader, the grader account): may read
+  and write the course folder and open the formgrader service.
+* ``inplace-students``: the students. Their servers run as themselves (JupyterHub's local process
+  spawner); their homes are 0700. They can read ``env/``, ``etc/student/`` and what the exchange lets
+  them (released assignments, their own feedback); never ``course/`` or ``state/``.
+
+``--demo`` makes an instructor, a second grader and two students with passwords; ``roster CSV``
+(or ``setup --roster CSV``) makes one account per row of a class list (``id,first_name,last_name,email``,
+read by :func:`instructor.grading.handins.read_roster`) and adds each student to the gradebook.
+"""
+from __future__ import annotations
+
+import argparse
+import grp
+import json
+import os
+import pwd
+import re
+import secrets
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..layout import REPO
+from .handins import HandinError, read_roster
+
+DEFAULT_PREFIX = Path("/srv/inplace-hub")
+COURSE_ID = "inplace-autograd"
+# Login names useradd accepts on Debian without --badname, and that JupyterHub keeps as they are.
+LOGIN = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+
+
+class HubError(RuntimeError):
+    """Set-up cannot go on; the message says what to fix."""
+
+
+@dataclass
+class Names:
+    """Every account and group name of one deployment."""
+    prefix: str = ""
+
+    @property
+    def graders(self) -> str:
+        return f"{self.prefix}inplace-graders"
+
+    @property
+    def students(self) -> str:
+        return f"{self.prefix}inplace-students"
+
+    @property
+    def grader_account(self) -> str:
+        return f"{self.prefix}inplace-grader"
+
+    @property
+    def service(self) -> str:
+        return "inplace-course"
+
+
+@dataclass
+class Hub:
+    """What ``setup`` decided, saved in ``<prefix>/state/hub.json`` for the hub's config file."""
+    prefix: str
+    names_prefix: str = ""
+    port: int = 8000
+    ip: str = ""
+    hub_api_port: int = 8081
+    proxy_api_port: int = 8001
+    service_port: int = 9999
+    authenticator: str = "pam"
+    repo: str = str(REPO)
+    graders: list[str] = field(default_factory=list)    # hub users in the grader group (formgrader access)
+    students: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)    # accounts this deployment made (removed by `remove`)
+    groups_created: list[str] = field(default_factory=list)
+
+    @property
+    def names(self) -> Names:
+        return Names(self.names_prefix)
+
+    @property
+    def root(self) -> Path:
+        return Path(self.prefix)
+
+    @property
+    def state(self) -> Path:
+        return self.root / "state"
+
+    @property
+    def course(self) -> Path:
+        return self.root / "course"
+
+    @property
+    def exchange(self) -> Path:
+        return self.root / "exchange"
+
+    @property
+    def env(self) -> Path:
+        return self.root / "env"
+
+    @property
+    def python(self) -> Path:
+        return self.env / "bin" / "python"
+
+    def save(self) -> None:
+        self.state.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.state, 0o700)
+        tmp = self.state / "hub.json.new"
+        tmp.write_text(json.dumps(asdict(self), indent=1))
+        tmp.replace(self.state / "hub.json")
+
+    @classmethod
+    def load(cls, prefix: Path) -> "Hub":
+        path = Path(prefix) / "state" / "hub.json"
+        try:
+            return cls(**json.loads(path.read_text()))
+        except FileNotFoundError:
+            raise HubError(f"{path}: no hub set up here; run `python -m instructor.grading.hub setup "
+                           f"--prefix {prefix}` first") from None
+
+
+# --------------------------------------------------------------------------- accounts
+
+def _run(argv: list[str], **kw) -> subprocess.CompletedProcess:
+    r = subprocess.run(argv, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        raise HubError(f"{' '.join(argv)}: {(r.stderr or r.stdout).strip()}")
+    return r
+
+
+def user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+def group_exists(name: str) -> bool:
+    try:
+        grp.getgrnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+def in_group(user: str, group: str) -> bool:
+    try:
+        g = grp.getgrnam(group)
+        return user in g.gr_mem or pwd.getpwnam(user).pw_gid == g.gr_gid
+    except KeyError:
+        return False
+
+
+def ensure_group(hub: Hub, name: str) -> None:
+    if not group_exists(name):
+        _run(["groupadd", name])
+        hub.groups_created.append(name)
+
+
+def ensure_user(hub: Hub, name: str, groups: list[str], *, comment: str = "", password: str | None = None,
+                home: bool = True) -> bool:
+    """Make the account (home 0700) unless it exists; add it to ``groups``; set ``password`` if given.
+    True when it was made now."""
+    made = False
+    if not user_exists(name):
+        _run(["useradd", "--create-home" if home else "--no-create-home", "--shell", "/bin/bash",
+              "--comment", comment[:100].replace(":", " "), "--user-group", name])
+        hub.created.append(name)
+        made = True
+    for g in groups:
+        _run(["usermod", "--append", "--groups", g, name])
+    if home:
+        h = Path(pwd.getpwnam(name).pw_dir)
+        if h.is_dir():
+            os.chmod(h, 0o700)  # Debian's useradd leaves homes 0755 (UMASK 022): other students could read them
+    if password is not None:
+        _run(["chpasswd"], input=f"{name}:{password}\n")
+    return made
+
+
+def remove(hub: Hub) -> list[str]:
+    """Remove the accounts and groups this deployment made (``userdel -r``), newest first."""
+    gone = []
+    for name in reversed(hub.created):
+        if user_exists(name):
+            subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
+            subprocess.run(["userdel", "--remove", "--force", name], capture_output=True)
+            gone.append(name)
+    for g in reversed(hub.groups_created):
+        if group_exists(g):
+            subprocess.run(["groupdel", g], capture_output=True)
+    hub.created, hub.groups_created = [], []
+    if hub.state.is_dir():
+        hub.save()
+    return gone
+
+
+# --------------------------------------------------------------------------- roster
+
+def roster_accounts(path: Path, names: Names) -> list[tuple[object, str, int]]:
+    """(student, login name, line) per row of the class list; every bad row named by file and line.
+    The roster's format errors come from :func:`read_roster` (which also numbers rows from line 2)."""
+    students = read_roster(Path(path))
+    out, errors = [], []
+    reserved = {names.grader_account, names.graders, names.students, "root"}
+    for n, st in enumerate(students, start=2):
+        login = f"{names.prefix}{st.id}"
+        if not LOGIN.match(login):
+            errors.append(f"line {n}: student id {st.id!r} cannot be a login name on this machine (lower-case "
+                          f"letters, digits, '_' and '-', starting with a letter or '_', at most 32 characters"
+                          f"{' with the prefix ' + repr(names.prefix) if names.prefix else ''})")
+        elif login in reserved:
+            errors.append(f"line {n}: student id {st.id!r} is reserved for the hub itself")
+        elif user_exists(login) and not in_group(login, names.students):
+            errors.append(f"line {n}: an account {login!r} already exists on this machine and is not a student "
+                          f"of this course (not in group {names.students}); refusing to make it one")
+        else:
+            out.append((st, login, n))
+    if errors:
+        raise HandinError(f"{path}: " + "; ".join(errors))
+    return out
+
+
+def import_roster(hub: Hub, path: Path, *, password: str | None = None) -> list[tuple[str, str]]:
+    """Accounts and gradebook students for every row of the class list. The whole file is checked
+    before any account is made. Returns (login, initial password) of the accounts made now."""
+    rows = roster_accounts(path, hub.names)
+    made = []
+    for st, login, _ in rows:
+        pw = password or secrets.token_urlsafe(9)
+        name = " ".join(p for p in (st.first_name, st.last_name) if p)
+        if ensure_user(hub, login, [hub.names.students], comment=f"{name},,,{st.email}" if name else "",
+                       password=None):
+            _run(["chpasswd"], input=f"{login}:{pw}\n")
+            made.append((login, pw))
+        if login not in hub.students:
+            hub.students.append(login)
+    add_to_gradebook(hub, [(login, st) for st, login, _ in rows])
+    hub.save()
+    if made:
+        _note_passwords(hub, made)
+    return made
+
+
+def _note_passwords(hub: Hub, made: list[tuple[str, str]]) -> None:
+    """Initial passwords, for the instructor to hand out: a file only root may read."""
+    fd = os.open(hub.state / "initial-passwords.csv", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(fd, "a") as f:
+        f.writelines(f"{login},{pw}\n" for login, pw in made)
+
+
+def add_to_gradebook(hub: Hub, students: list[tuple[str, object]]) -> None:
+    """nbgrader students (id = login name: nbgrader submit names the account) in the course gradebook."""
+    from nbgrader.api import Gradebook
+
+    db = hub.course / "gradebook.db"
+    bindir = str(Path(sys.executable).parent)  # nbgrader runs `alembic` by name
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    with Gradebook(f"sqlite:///{db}", course_id=COURSE_ID) as gb:
+        for login, st in students:
+            gb.update_or_create_student(login, first_name=getattr(st, "first_name", "") or None,
+                                        last_name=getattr(st, "last_name", "") or None,
+                                        email=getattr(st, "email", "") or None,
+                                        lms_user_id=getattr(st, "lms_id", "") or None)
+    _give_course(hub, db)
+
+
+# --------------------------------------------------------------------------- files
+
+def tracked_files(repo: Path) -> list[str]:
+    r = subprocess.run(["git", "-C", str(repo), "ls-files", "-z"], capture_output=True, timeout=60)
+    if r.returncode != 0:
+        raise HubError(f"{repo}: not a git checkout ({r.stderr.decode(errors='replace').strip()})")
+    return [p for p in r.stdout.decode().split("\0") if p]
+
+
+def copy_course(hub: Hub) -> None:
+    """The course folder: the checkout's tracked files as they are now (source/, release/, instructor/,
+    autograder/, nbgrader_config.py, ...), plus the hub's exchange in its nbgrader_config.py."""
+    repo = Path(hub.repo)
+    hub.course.mkdir(parents=True, exist_ok=True)
+    for rel in tracked_files(repo):
+        src, dst = repo / rel, hub.course / rel
+        if not src.is_file() or dst.exists():
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst)
+    cfg = hub.course / "nbgrader_config.py"
+    text = cfg.read_text()
+    marker = "# --- JupyterHub deployment (instructor/grading/hub.py)"
+    if marker not in text:
+        cfg.write_text(text + f"\n{marker}: the exchange every account shares\n"
+                       f"c.Exchange.root = {str(hub.exchange)!r}\n")
+    hub.exchange.mkdir(parents=True, exist_ok=True)
+    os.chmod(hub.exchange, 0o1777)  # as /tmp: everyone may add, nobody may remove another's (nbgrader's layout)
+
+
+def student_env(hub: Hub, source_venv: Path | None = None) -> None:
+    """The Python every server runs (students', formgrader's): a copy of the course environment
+    (hard links: instant on one file system; else a full copy), with the student package installed as
+    files of its own instead of the checkout's editable link, and a kernel that names this copy.
+    Nothing in it refers to the checkout, which students cannot read."""
+    src = Path(source_venv or sys.prefix)
+    env = hub.env
+    if not (env / "pyvenv.cfg").is_file():
+        if env.exists():
+            shutil.rmtree(env)
+        if subprocess.run(["cp", "-al", str(src), str(env)], capture_output=True).returncode != 0:
+            shutil.rmtree(env, ignore_errors=True)
+            _run(["cp", "-a", str(src), str(env)])
+    _readable_interpreter(hub)
+    site = next(env.glob("lib/python3*/site-packages"))
+    # hard-linked files are shared with the source venv: unlink, never write in place
+    for p in list(site.glob("__editable__*inplace_course*")):
+        p.unlink()
+    pkg = site / "autograder"
+    if pkg.exists():
+        shutil.rmtree(pkg)
+    shutil.copytree(Path(hub.repo) / "autograder", pkg, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for spec in env.glob("share/jupyter/kernels/*/kernel.json"):
+        data = json.loads(spec.read_text())
+        if data.get("argv") and str(src) in data["argv"][0]:
+            data["argv"][0] = str(hub.python)
+            spec.unlink()
+            spec.write_text(json.dumps(data, indent=1))
+    for p in (env, site, pkg):
+        os.chmod(p, 0o755)
+
+
+def _world_readable(path: Path) -> bool:
+    """Can an account that is neither owner nor group member open ``path`` (every folder above it)?"""
+    path = Path(os.path.realpath(path))
+    if not os.stat(path).st_mode & stat.S_IROTH:
+        return False
+    return all(os.stat(p).st_mode & stat.S_IXOTH for p in path.parents)
+
+
+def _readable_interpreter(hub: Hub) -> None:
+    """A virtual environment runs its base interpreter (``home`` in pyvenv.cfg). Where that lies in a
+    folder other accounts cannot enter (pyenv under /root; its binary finds its libpython there too),
+    point the environment at the system's interpreter of the same version (Debian's python3.11):
+    compiled modules are compatible within one minor version."""
+    cfg = hub.env / "pyvenv.cfg"
+    lines = cfg.read_text().splitlines()
+    conf = dict(line.split(" = ", 1) for line in lines if " = " in line)
+    home = Path(conf["home"])
+    name = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    if _world_readable(home / name):
+        return
+    system = next((Path(d) / name for d in ("/usr/bin", "/usr/local/bin")
+                   if (Path(d) / name).is_file() and _world_readable(Path(d) / name)), None)
+    if system is None:
+        raise HubError(f"{home / name}: the environment's interpreter is in a folder other accounts cannot "
+                       f"enter, and there is no {name} in /usr/bin (Debian: apt-get install {name}); "
+                       "students' servers could not start")
+    new = {"home": str(system.parent), "executable": str(system)}
+    text = "\n".join(f"{k} = {new[k]}" if (k := line.split(" = ", 1)[0]) in new else line for line in lines)
+    cfg.unlink()  # hard-linked with the source environment's: never write it in place
+    cfg.write_text(text + "\n")
+    for link in (hub.env / "bin").iterdir():
+        if link.is_symlink() and os.readlink(link).startswith(str(home)):
+            link.unlink()
+            link.symlink_to(system)
+
+
+def jupyter_configs(hub: Hub) -> None:
+    """Jupyter config of the students' servers (nbgrader's student view, the hub's exchange) and of
+    the formgrader service (the course's trusted formgrader, the course folder on sys.path)."""
+    from autograder.lab import student_env as write_student_view
+
+    student = hub.root / "etc" / "student"
+    write_student_view(student)
+    (student / "nbgrader_config.py").write_text(
+        "# written by instructor/grading/hub.py: what a student's Assignments list needs\n"
+        f"c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = {COURSE_ID!r}\n"
+        f"c.Exchange.root = {str(hub.exchange)!r}\n")
+    grader = hub.root / "etc" / "grader"
+    (grader / "jupyter_server_config.d").mkdir(parents=True, exist_ok=True)
+    (grader / "jupyter_server_config.d" / "zz-course-grader.json").write_text(json.dumps(
+        {"ServerApp": {"jpserver_extensions": {"nbgrader.server_extensions.formgrader": False,
+                                                "instructor.grading.formgrader": True}}}, indent=1))
+    (grader / "jupyter_server_config.py").write_text(
+        "# written by instructor/grading/hub.py: the trusted formgrader (instructor.grading.formgrader)\n"
+        f"import sys\nif {str(hub.course)!r} not in sys.path:\n    sys.path.insert(0, {str(hub.course)!r})\n")
+    for d in [hub.root / "etc", *(p for p in (hub.root / "etc").rglob("*"))]:
+        os.chmod(d, 0o755 if d.is_dir() else 0o644)
+
+
+def _give_course(hub: Hub, path: Path) -> None:
+    uid = pwd.getpwnam(hub.names.grader_account).pw_uid
+    gid = grp.getgrnam(hub.names.graders).gr_gid
+    os.chown(path, uid, gid)
+    os.chmod(path, 0o660)
+
+
+def lock_down(hub: Hub) -> None:
+    """The permission step: the course folder belongs to the grader account and the grader group
+    (setgid folders, so what formgrader writes stays the group's) and nobody else may even enter it;
+    the state folder is root's alone; the prefix and the environment are readable by everyone."""
+    uid = pwd.getpwnam(hub.names.grader_account).pw_uid
+    gid = grp.getgrnam(hub.names.graders).gr_gid
+    for dirpath, dirnames, filenames in os.walk(hub.course):
+        os.chown(dirpath, uid, gid)
+        os.chmod(dirpath, 0o2770)
+        for f in filenames:
+            p = os.path.join(dirpath, f)
+            if os.path.islink(p):
+                continue
+            os.chown(p, uid, gid)
+            mode = os.stat(p).st_mode
+            os.chmod(p, 0o770 if mode & stat.S_IXUSR else 0o660)
+    os.chmod(hub.root, 0o755)
+    hub.state.mkdir(exist_ok=True)
+    os.chown(hub.state, 0, 0)
+    os.chmod(hub.state, 0o700)
+    os.chmod(hub.exchange, 0o1777)
+
+
+def lock_checkout(hub: Hub) -> None:
+    """The checkout holds source/, instructor/ and the hidden checks: only root and the grader group
+    may enter it. (Sandboxed grading from the checkout keeps working: bubblewrap binds what a run needs
+    below a fresh root, whatever the modes of the folders above.)"""
+    repo = Path(hub.repo)
+    os.chown(repo, 0, grp.getgrnam(hub.names.graders).gr_gid)
+    os.chmod(repo, 0o750)
+
+
+def release_all(hub: Hub, assignments: list[str] | None = None) -> None:
+    """Generate and release every assignment to the exchange, as the grader account."""
+    names = assignments or sorted(p.name for p in (hub.course / "source").iterdir() if p.is_dir())
+    env = {"PATH": f"{hub.env / 'bin'}:/usr/bin:/bin", "HOME": pwd.getpwnam(hub.names.grader_account).pw_dir,
+           "LANG": "C.UTF-8"}
+    for a in names:
+        for step in (["generate_assignment", "--force", a], ["release_assignment", "--force", a]):
+            _run(["runuser", "-u", hub.names.grader_account, "--", str(hub.python), "-m", "nbgrader", *step],
+                 cwd=hub.course, env=env, timeout=600)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --------------------------------------------------------------------------- set-up
+
+def setup(prefix: Path, *, names_prefix: str = "", demo: bool = False, demo_password: str | None = None,
+          roster: Path | None = None, port: int = 8000, ip: str = "", ports: dict | None = None,
+          lock: bool = True, lock_repo: bool = False, release: bool = False,
+          source_venv: Path | None = None) -> tuple[Hub, list[tuple[str, str]]]:
+    """Everything the hub needs, idempotent. Returns the hub and the (login, password) pairs made now."""
+    if os.geteuid() != 0:
+        raise HubError("the hub's set-up makes accounts and sets owners: run it as root (sudo make hub)")
+    for tool in ("useradd", "usermod", "groupadd", "chpasswd", "runuser"):
+        if not shutil.which(tool):
+            raise HubError(f"{tool} is not installed (Debian: apt-get install passwd util-linux)")
+    prefix = Path(prefix).resolve()
+    try:
+        hub = Hub.load(prefix)
+    except HubError:
+        hub = Hub(prefix=str(prefix), names_prefix=names_prefix, port=port, ip=ip, **(ports or {}))
+    if roster is not None:  # a bad class list stops set-up before any account is made
+        roster_accounts(roster, hub.names)
+    prefix.mkdir(parents=True, exist_ok=True)
+    hub.save()
+    n = hub.names
+    ensure_group(hub, n.graders)
+    ensure_group(hub, n.students)
+    hub.save()
+    ensure_user(hub, n.grader_account, [n.graders], comment="shared grader account (formgrader)")
+    _run(["usermod", "--lock", n.grader_account])  # nobody logs in as it: JupyterHub runs formgrader as it
+    made: list[tuple[str, str]] = []
+    if demo:
+        pw = demo_password or secrets.token_urlsafe(9)
+        for login, role in ((f"{n.prefix}instructor", "graders"), (f"{n.prefix}grader2", "graders"),
+                            (f"{n.prefix}student1", "students"), (f"{n.prefix}student2", "students")):
+            ensure_user(hub, login, [n.graders if role == "graders" else n.students], comment=f"demo {role}",
+                        password=pw)
+            made.append((login, pw))
+            group = hub.graders if role == "graders" else hub.students
+            if login not in group:
+                group.append(login)
+    hub.save()
+    copy_course(hub)
+    student_env(hub, source_venv)
+    jupyter_configs(hub)
+    if lock:
+        lock_down(hub)
+    if demo:
+        add_to_gradebook(hub, [(s, None) for s in hub.students])
+    if made:
+        _note_passwords(hub, made)
+    if roster is not None:
+        made += import_roster(hub, roster)
+    if release:
+        release_all(hub)
+    if lock_repo:
+        lock_checkout(hub)
+    hub.save()
+    return hub, made
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m instructor.grading.hub",
+                                     description="The course's JupyterHub: accounts, course folder, permissions.")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("setup", help="make (or bring up to date) a hub's accounts and folders")
+    s.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX)
+    s.add_argument("--demo", action="store_true", help="an instructor, a second grader and two students")
+    s.add_argument("--demo-password", help="their password (default: a random one, printed)")
+    s.add_argument("--roster", type=Path, help="class list CSV: id,first_name,last_name,email")
+    s.add_argument("--port", type=int, default=8000, help="the port browsers connect to")
+    s.add_argument("--ip", default="", help="the address the hub listens on (default: all)")
+    s.add_argument("--names-prefix", default="", help="put this before every account and group name")
+    s.add_argument("--release", action="store_true", help="generate and release every assignment to the exchange")
+    s.add_argument("--lock-checkout", action="store_true",
+                   help="make this checkout 0750 root:<grader group> (students must not read it)")
+    r = sub.add_parser("roster", help="accounts and gradebook students from a class list")
+    r.add_argument("csv", type=Path)
+    r.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX)
+    d = sub.add_parser("remove", help="remove every account and group the hub made (userdel -r)")
+    d.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX)
+    args = parser.parse_args(argv)
+    try:
+        if args.cmd == "setup":
+            hub, made = setup(args.prefix, names_prefix=args.names_prefix, demo=args.demo,
+                              demo_password=args.demo_password, roster=args.roster, port=args.port, ip=args.ip,
+                              release=args.release, lock_repo=args.lock_checkout)
+            print(f"hub set up in {hub.root}: course {hub.course}, exchange {hub.exchange}, environment {hub.env}")
+            for login, pw in made:
+                print(f"  account {login}  password {pw}")
+            if made:
+                print(f"  (also in {hub.state / 'initial-passwords.csv'}, readable by root only)")
+            if not args.lock_checkout:
+                mode = os.stat(hub.repo).st_mode
+                if mode & 0o005:
+                    print(f"WARNING: {hub.repo} is readable by every account (mode {mode & 0o777:o}); students "
+                          "must not read it: --lock-checkout, or keep it in a folder they cannot enter",
+                          file=sys.stderr)
+        elif args.cmd == "roster":
+            hub = Hub.load(args.prefix)
+            for login, pw in import_roster(hub, args.csv):
+                print(f"  account {login}  password {pw}")
+        elif args.cmd == "remove":
+            hub = Hub.load(args.prefix)
+            print("removed: " + (", ".join(remove(hub)) or "nothing"))
+    except (HubError, HandinError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
