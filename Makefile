@@ -21,6 +21,7 @@ help:
 	@echo "make lock       rewrite constraints.txt from the current venv"
 	@echo "make bench      grade a synthetic class three ways (nbgrader alone, --jobs 1, --jobs N); BENCH_ARGS=--copies 2"
 	@echo "make bench-grading  time plain autograde vs the sandboxed, confirmed pipeline (minutes)"
+	@echo "make hub        (root) JupyterHub for a class on this machine, formgrader as its grader service; HUB_ARGS=\"--demo\" demo accounts, \"--roster class.csv\", see docs/deploying.md"
 	@echo "make gpu-check  on a CUDA machine: every hidden check's CUDA cases on the references and the samples; skipped without a GPU (GPU_CHECK_ARGS=--assignment 03_yolo_head)"
 
 $(STAMP): constraints.txt pyproject.toml
@@ -78,3 +79,15 @@ lock: setup
 
 clean:
 	rm -rf $(VENV) submitted autograded feedback gradebook.db grades.csv grading artifacts
+
+# JupyterHub for a class (docs/deploying.md): as root. Everything the hub keeps lives under HUB_PREFIX.
+HUB_PREFIX ?= /srv/inplace-hub
+.PHONY: hub
+hub: setup hub/node_modules/.package-lock.json
+	@test "$$(id -u)" = 0 || { echo "make hub makes OS accounts and runs JupyterHub as root: sudo make hub" >&2; exit 1; }
+	$(BIN)/python -m pip install --quiet -c constraints.txt -c hub/constraints-hub.txt jupyterhub
+	$(BIN)/python -m instructor.grading.hub setup --prefix $(HUB_PREFIX) $(HUB_ARGS)
+	cd $(HUB_PREFIX)/state && HUB_PREFIX=$(HUB_PREFIX) $(BIN)/python -m jupyterhub -f $(CURDIR)/hub/jupyterhub_config.py
+
+hub/node_modules/.package-lock.json: hub/package.json hub/package-lock.json
+	cd hub && npm ci --no-audit --no-fund

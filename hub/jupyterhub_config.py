@@ -51,6 +51,9 @@ c.Spawner.cmd = [PYTHON, "-m", "jupyterhub.singleuser"]
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
 c.Spawner.start_timeout = 120
+# Stopping: a Jupyter server ignores SIGINT without a terminal; go on to SIGTERM soon (servers and service).
+c.LocalProcessSpawner.interrupt_timeout = 2
+c.LocalProcessSpawner.term_timeout = 5
 c.Spawner.http_timeout = 120
 c.Spawner.environment = {
     "PATH": SAFE_PATH,

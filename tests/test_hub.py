@@ -358,3 +358,38 @@ def test_roster_import_refuses_a_bad_class_list_by_file_and_line(deployed, tmp_p
         assert gb.find_student(f"{NP}r-ada").last_name == "Lovelace"
     assert f"{NP}r-ada," in (hub.state / "initial-passwords.csv").read_text()
     assert (hub.state / "initial-passwords.csv").stat().st_mode & 0o077 == 0
+
+
+@needs_hub
+def test_formgrader_from_the_hub_collects_and_autogrades_with_the_trusted_pipeline(deployed):
+    """Released to the exchange by the grader account; fetched and submitted by a student (nbgrader's
+    own commands, as the student, with the hub's student config); Collect and Autograde pressed in
+    formgrader through the hub by the second grader: the course's pipeline grades it, the kernel in
+    bubblewrap, run by the grader account (not root)."""
+    hub, url = deployed["hub"], deployed["url"]
+    me = f"{NP}student1"
+    hubmod.release_all(hub, ["00_orientation"])
+    env = ["env", "-i", f"PATH={hub.env}/bin:/usr/bin:/bin", f"HOME=/home/{me}", "LANG=C.UTF-8",
+           f"JUPYTER_CONFIG_PATH={hub.root / 'etc' / 'student'}"]
+    for step in (["fetch_assignment", "00_orientation"], ["submit", "00_orientation"]):
+        r = subprocess.run(["runuser", "-u", me, "--", *env, str(hub.python), "-m", "nbgrader", *step],
+                           cwd=f"/home/{me}", capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+    inbound = hub.exchange / hubmod.COURSE_ID / "inbound"
+    assert not can_read(f"{NP}student2", inbound)  # submissions are not listed to other students
+    assert not can_read(me, hub.course / "release")  # students get releases from the exchange only
+    c = Client(url)
+    assert c.login(f"{NP}grader2", PASSWORD) == 302
+    svc = f"{url}/services/{hub.names.service}/formgrader"
+    assert c.s.get(f"{svc}/manage_submissions/00_orientation", timeout=60).status_code == 200
+    xsrf = next(k.value for k in c.s.cookies if k.name == "_xsrf" and k.path.startswith("/services/"))
+    r = c.s.post(f"{svc}/api/assignment/00_orientation/collect", headers={"X-XSRFToken": xsrf}, timeout=120)
+    assert r.status_code == 200 and r.json()["success"], r.text
+    r = c.s.post(f"{svc}/api/submission/00_orientation/{me}/autograde", headers={"X-XSRFToken": xsrf}, timeout=600)
+    reply = r.json()
+    assert r.status_code == 200 and reply["success"], reply
+    assert "trusted pipeline" in reply["log"] and "kernel in the bubblewrap sandbox" in reply["log"], reply["log"]
+    assert f"{me}/00_orientation: 0/" in reply["log"], reply["log"]  # the untouched release earns nothing
+    graded = hub.course / "autograded" / me / "00_orientation" / "00_orientation.ipynb"
+    assert graded.stat().st_uid == hubmod.pwd.getpwnam(hub.names.grader_account).pw_uid
+    assert not can_read(me, graded)
