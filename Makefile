@@ -74,7 +74,7 @@ screenshots: setup
 	UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/test_browser.py
 
 lock: setup
-	{ sed -n '1,3p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > constraints.new && mv constraints.new constraints.txt
+	{ sed '/^[^#]/,$$d' constraints.txt; $(BIN)/python -m pip freeze --all --exclude-editable | grep -v '^pip==' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > constraints.new && mv constraints.new constraints.txt
 	$(BIN)/python scripts/environment_yml.py
 
 clean:
