@@ -82,11 +82,12 @@ clean:
 
 # JupyterHub for a class (docs/deploying.md): as root. Everything the hub keeps lives under HUB_PREFIX.
 HUB_PREFIX ?= /srv/inplace-hub
+HUB_LOCK   ?= --lock-checkout
 .PHONY: hub
 hub: setup hub/node_modules/.package-lock.json
 	@test "$$(id -u)" = 0 || { echo "make hub makes OS accounts and runs JupyterHub as root: sudo make hub" >&2; exit 1; }
 	$(BIN)/python -m pip install --quiet -c constraints.txt -c hub/constraints-hub.txt jupyterhub
-	$(BIN)/python -m instructor.grading.hub setup --prefix $(HUB_PREFIX) $(HUB_ARGS)
+	$(BIN)/python -m instructor.grading.hub setup --prefix $(HUB_PREFIX) $(HUB_LOCK) $(HUB_ARGS)
 	cd $(HUB_PREFIX)/state && HUB_PREFIX=$(HUB_PREFIX) $(BIN)/python -m jupyterhub -f $(CURDIR)/hub/jupyterhub_config.py
 
 hub/node_modules/.package-lock.json: hub/package.json hub/package-lock.json

@@ -271,6 +271,22 @@ def test_a_student_account_cannot_read_the_course(deployed):
 
 
 @needs_hub
+def test_lock_checkout_closes_a_checkout_to_students(deployed):
+    """`make hub` runs setup --lock-checkout: the checkout (source/, instructor/) is closed to others."""
+    checkout = Path(tempfile.mkdtemp(prefix="icxt-checkout-", dir="/tmp"))
+    try:
+        (checkout / "source").mkdir()
+        (checkout / "source" / "answers.ipynb").write_text("{}")
+        os.chmod(checkout, 0o755)
+        assert can_read(f"{NP}student1", checkout / "source" / "answers.ipynb")  # the control
+        hubmod.lock_checkout(checkout)
+        assert not can_read(f"{NP}student1", checkout / "source" / "answers.ipynb")
+        assert not hubmod.checkout_is_open(checkout) and os.stat(checkout).st_mode & 0o777 == 0o750
+    finally:
+        shutil.rmtree(checkout, ignore_errors=True)
+
+
+@needs_hub
 def test_graders_reach_formgrader_as_the_hub_service_and_students_do_not(deployed):
     url, hub = deployed["url"], deployed["hub"]
     svc = f"{url}/services/{hub.names.service}"

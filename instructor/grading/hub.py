@@ -442,13 +442,18 @@ def lock_down(hub: Hub) -> None:
     os.chmod(hub.exchange, 0o1777)
 
 
-def lock_checkout(hub: Hub) -> None:
-    """The checkout holds source/, instructor/ and the hidden checks: only root and the grader group
-    may enter it. (Sandboxed grading from the checkout keeps working: bubblewrap binds what a run needs
-    below a fresh root, whatever the modes of the folders above.)"""
-    repo = Path(hub.repo)
-    os.chown(repo, 0, grp.getgrnam(hub.names.graders).gr_gid)
-    os.chmod(repo, 0o750)
+def lock_checkout(repo: Path) -> None:
+    """The checkout holds source/, instructor/ and the hidden checks: accounts that are neither its
+    owner nor in its group may no longer enter it (``chmod o-rwx`` on its top folder; owner and group
+    stay). The hub never needs it readable: servers run ``<prefix>/env`` and formgrader ``<prefix>/course``.
+    Sandboxed grading from the checkout keeps working: bubblewrap binds what a run needs below a
+    fresh root, whatever the modes of the folders above. Undo: ``chmod o+rx <checkout>``."""
+    repo = Path(repo)
+    os.chmod(repo, stat.S_IMODE(os.stat(repo).st_mode) & ~0o007)
+
+
+def checkout_is_open(repo: Path) -> bool:
+    return bool(os.stat(repo).st_mode & 0o005)
 
 
 def release_all(hub: Hub, assignments: list[str] | None = None) -> None:
@@ -521,7 +526,7 @@ def setup(prefix: Path, *, names_prefix: str = "", demo: bool = False, demo_pass
     if release:
         release_all(hub)
     if lock_repo:
-        lock_checkout(hub)
+        lock_checkout(Path(hub.repo))
     hub.save()
     return hub, made
 
@@ -540,7 +545,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--names-prefix", default="", help="put this before every account and group name")
     s.add_argument("--release", action="store_true", help="generate and release every assignment to the exchange")
     s.add_argument("--lock-checkout", action="store_true",
-                   help="make this checkout 0750 root:<grader group> (students must not read it)")
+                   help="chmod o-rwx this checkout: students must not read source/ or instructor/ (make hub does)")
     r = sub.add_parser("roster", help="accounts and gradebook students from a class list")
     r.add_argument("csv", type=Path)
     r.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX)
@@ -557,12 +562,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  account {login}  password {pw}")
             if made:
                 print(f"  (also in {hub.state / 'initial-passwords.csv'}, readable by root only)")
-            if not args.lock_checkout:
-                mode = os.stat(hub.repo).st_mode
-                if mode & 0o005:
-                    print(f"WARNING: {hub.repo} is readable by every account (mode {mode & 0o777:o}); students "
-                          "must not read it: --lock-checkout, or keep it in a folder they cannot enter",
-                          file=sys.stderr)
+            if checkout_is_open(Path(hub.repo)):
+                print(f"WARNING: {hub.repo} is open to every account (mode {os.stat(hub.repo).st_mode & 0o777:o}): "
+                      "a student's terminal can read its source/ and instructor/. Pass --lock-checkout, or keep "
+                      "the checkout in a folder students cannot enter.", file=sys.stderr)
         elif args.cmd == "roster":
             hub = Hub.load(args.prefix)
             for login, pw in import_roster(hub, args.csv):
