@@ -83,3 +83,36 @@ def test_makefile_and_ci_use_the_lock_and_the_readme_command():
     assert re.search(r"^make test$", ci, re.M), ".ci/run must run exactly the README's test command"
     readme = (REPO / "README.md").read_text()
     assert "make test" in readme and "make demo" in readme
+
+
+def test_the_lock_is_closed_every_pinned_package_s_requirements_are_pinned():
+    """Every requirement of a pinned package (markers read for this Python) is pinned too: pip freeze
+    leaves setuptools out unless asked (``--all``), and torch requires it; importlib_metadata requires
+    lazy-importer. Without the pin, an install elsewhere (Colab) picks whatever release is newest."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    from packaging.requirements import Requirement
+
+    pins = _pins((REPO / "constraints.txt").read_text().splitlines())
+    missing = []
+    for name in sorted(pins):
+        try:
+            requires = distribution(name).requires or []
+        except PackageNotFoundError:
+            continue    # not installed here: tests/test_python_versions.py resolves it with pip
+        for spec in requires:
+            req = Requirement(spec)
+            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+                continue
+            dep = req.name.lower().replace("_", "-").replace(".", "-")
+            if dep not in {p.replace(".", "-") for p in pins}:
+                missing.append(f"{name} requires {spec}")
+    assert not missing, "constraints.txt does not pin:\n" + "\n".join(missing) + "\n(make lock keeps them)"
+
+
+def test_make_lock_keeps_setuptools_and_the_comment_header():
+    makefile = (REPO / "Makefile").read_text()
+    lock = makefile[makefile.index("\nlock:"):].split("\n\n")[0]
+    assert "pip freeze --all" in lock, "pip freeze without --all drops setuptools, which torch requires"
+    assert "sed '/^[^#]/,$$d' constraints.txt" in lock, "make lock must keep constraints.txt's whole comment header"
+    assert "setuptools" in _pins((REPO / "constraints.txt").read_text().splitlines())
