@@ -387,10 +387,21 @@ def test_formgrader_from_the_hub_collects_and_autogrades_with_the_trusted_pipeli
     hubmod.release_all(hub, ["00_orientation"])
     env = ["env", "-i", f"PATH={hub.env}/bin:/usr/bin:/bin", f"HOME=/home/{me}", "LANG=C.UTF-8",
            f"JUPYTER_CONFIG_PATH={hub.root / 'etc' / 'student'}"]
-    for step in (["fetch_assignment", "00_orientation"], ["submit", "00_orientation"]):
+    def nbgrader(*step):
         r = subprocess.run(["runuser", "-u", me, "--", *env, str(hub.python), "-m", "nbgrader", *step],
                            cwd=f"/home/{me}", capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stdout + r.stderr
+
+    nbgrader("fetch_assignment", "00_orientation")
+    # the submission prints what it can see of the grader: the environment of the sandbox's pid 1
+    # (bubblewrap's own, which a non-root grader's sandbox can read)
+    probe = "print('PID1', open('/proc/1/environ').read().replace(chr(0), ' '))"
+    r = as_user(me, str(hub.python), "-c",
+                "import nbformat, sys; p = sys.argv[1]; nb = nbformat.read(p, as_version=4); "
+                "nb.cells.insert(1, nbformat.v4.new_code_cell(sys.argv[2])); nbformat.write(nb, p)",
+                f"/home/{me}/00_orientation/00_orientation.ipynb", probe)
+    assert r.returncode == 0, r.stderr
+    nbgrader("submit", "00_orientation")
     inbound = hub.exchange / hubmod.COURSE_ID / "inbound"
     assert not can_read(f"{NP}student2", inbound)  # submissions are not listed to other students
     assert not can_read(me, hub.course / "release")  # students get releases from the exchange only
@@ -409,3 +420,9 @@ def test_formgrader_from_the_hub_collects_and_autogrades_with_the_trusted_pipeli
     graded = hub.course / "autograded" / me / "00_orientation" / "00_orientation.ipynb"
     assert graded.stat().st_uid == hubmod.pwd.getpwnam(hub.names.grader_account).pw_uid
     assert not can_read(me, graded)
+    # what the submission printed goes back to the student as feedback: the hub's token for the
+    # formgrader service must not be in it (hub.jupyter_configs takes it out of the environment)
+    text = graded.read_text()
+    assert "PID1 " in text and f"JUPYTERHUB_SERVICE_NAME={hub.names.service}" in text, "the probe did not run"
+    assert (hub.state / "service-token").read_text().strip() not in text
+    assert "JUPYTERHUB_API_TOKEN=" not in text and "JPY_API_TOKEN=" not in text

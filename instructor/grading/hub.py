@@ -407,7 +407,16 @@ def jupyter_configs(hub: Hub) -> None:
                                                 "instructor.grading.formgrader": True}}}, indent=1))
     (grader / "jupyter_server_config.py").write_text(
         "# written by instructor/grading/hub.py: the trusted formgrader (instructor.grading.formgrader)\n"
-        f"import sys\nif {str(hub.course)!r} not in sys.path:\n    sys.path.insert(0, {str(hub.course)!r})\n")
+        f"import os, sys\nif {str(hub.course)!r} not in sys.path:\n    sys.path.insert(0, {str(hub.course)!r})\n"
+        "# The service's hub token goes to its hub client only, not into the environment that grading\n"
+        "# processes inherit: as a non-root grader, bubblewrap itself runs with that environment and a\n"
+        "# submission can read it (/proc/1/environ inside the sandbox is bubblewrap's).\n"
+        "# (This file may be read more than once in one server: the token is kept in the process.)\n"
+        "_token = (os.environ.pop('JUPYTERHUB_API_TOKEN', '') or os.environ.pop('JPY_API_TOKEN', '')\n"
+        "          or getattr(sys, '_inplace_hub_token', ''))\n"
+        "os.environ.pop('JPY_API_TOKEN', None)\n"
+        "sys._inplace_hub_token = _token\n"
+        "if _token:\n    c.HubAuth.api_token = _token  # noqa: F821\n")
     for d in [hub.root / "etc", *(p for p in (hub.root / "etc").rglob("*"))]:
         os.chmod(d, 0o755 if d.is_dir() else 0o644)
 
