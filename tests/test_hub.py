@@ -148,7 +148,11 @@ def deployed():
     for stale in ("student1", "student2", "instructor", "grader2", "inplace-grader", "r-ada"):
         if hubmod.user_exists(NP + stale):
             pytest.fail(f"account {NP + stale} is left from an earlier run: userdel -r {NP + stale}")
-    base = Path(tempfile.mkdtemp(prefix="icxt-hub-", dir="/tmp"))
+    # the environment is a hard-link copy of this venv where the two share a file system (else a full copy)
+    here = os.stat(sys.prefix).st_dev
+    parent = next((d for d in ("/tmp", "/var/tmp", str(REPO.parent)) if os.path.isdir(d) and os.access(d, os.W_OK)
+                   and os.stat(d).st_dev == here), "/tmp")
+    base = Path(tempfile.mkdtemp(prefix="icxt-hub-", dir=parent))
     os.chmod(base, 0o755)
     prefix = base / "p"
     proc = None
@@ -240,6 +244,9 @@ def test_a_student_logs_in_and_their_server_runs_as_them(deployed):
     assert f"uid {hubmod.pwd.getpwnam(me).pw_uid} " in out, out
     assert f"prefix {hub.env} " in out and f"pkg {hub.env}/" in out, out  # not the checkout's venv or package
     assert "READ" not in out and out.count("DENIED PermissionError") == 4, out
+    # the environment's commands (a student's terminal) run the hub's Python too, not the checkout's
+    r = as_user(me, str(hub.env / "bin" / "jupyter"), "--paths")
+    assert r.returncode == 0 and str(REPO) not in (hub.env / "bin" / "jupyter").read_text(), r.stderr
 
 
 @needs_hub

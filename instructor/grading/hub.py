@@ -349,8 +349,27 @@ def student_env(hub: Hub, source_venv: Path | None = None) -> None:
             data["argv"][0] = str(hub.python)
             spec.unlink()
             spec.write_text(json.dumps(data, indent=1))
+    _rewrite_shebangs(env, src)
     for p in (env, site, pkg):
         os.chmod(p, 0o755)
+
+
+def _rewrite_shebangs(env: Path, src: Path) -> None:
+    """Scripts in ``bin/`` (jupyter, nbgrader, pip, ...) name the source environment's interpreter,
+    inside the checkout students cannot enter: name the copy's instead (a new file, not the link)."""
+    old, new = f"#!{src}/bin/python".encode(), f"#!{env}/bin/python".encode()
+    for script in (env / "bin").iterdir():
+        if script.is_symlink() or not script.is_file():
+            continue
+        with open(script, "rb") as f:
+            head = f.read(len(old) + 8)
+        if not head.startswith(old):
+            continue
+        data = script.read_bytes()
+        mode = stat.S_IMODE(script.stat().st_mode)
+        script.unlink()
+        script.write_bytes(new + data[len(old):])
+        os.chmod(script, mode)
 
 
 def _world_readable(path: Path) -> bool:
