@@ -433,3 +433,13 @@ def test_formgrader_from_the_hub_collects_and_autogrades_with_the_trusted_pipeli
     assert "PID1 " in text and f"JUPYTERHUB_SERVICE_NAME={hub.names.service}" in text, "the probe did not run"
     assert (hub.state / "service-token").read_text().strip() not in text
     assert "JUPYTERHUB_API_TOKEN=" not in text and "JPY_API_TOKEN=" not in text
+    # Generate Feedback and Release Feedback; the student fetches their own, the other student sees none
+    for action in ("generate_feedback", "release_feedback"):
+        r = c.s.post(f"{svc}/api/assignment/00_orientation/{me}/{action}", headers={"X-XSRFToken": xsrf}, timeout=600)
+        assert r.status_code == 200 and r.json()["success"], (action, r.text)
+    nbgrader("fetch_feedback", "00_orientation")
+    mine = list(Path(f"/home/{me}/00_orientation/feedback").glob("*/00_orientation.html"))
+    assert len(mine) == 1 and mine[0].stat().st_uid == hubmod.pwd.getpwnam(me).pw_uid, mine
+    assert "PID1 " in mine[0].read_text()  # their own notebook, as graded
+    released = hub.exchange / hubmod.COURSE_ID / "feedback"
+    assert not can_read(f"{NP}student2", released)  # feedback files are not listed to anyone else
