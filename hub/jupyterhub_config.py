@@ -83,6 +83,9 @@ c.JupyterHub.services = [{
         "PATH": SAFE_PATH,
         "JUPYTER_CONFIG_PATH": str(PREFIX / "etc" / "grader"),
         "JUPYTERHUB_DEFAULT_URL": "/formgrader",
+        # grading's workspaces (with folders of mode 0777 for the sandbox) where no student can enter:
+        # students have shells on this machine and /tmp is theirs too
+        "TMPDIR": str(PREFIX / "grading-tmp"),
         "PYTHONNOUSERSITE": "1",
     },
 }]

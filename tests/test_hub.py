@@ -433,6 +433,9 @@ def test_formgrader_from_the_hub_collects_and_autogrades_with_the_trusted_pipeli
     assert "PID1 " in text and f"JUPYTERHUB_SERVICE_NAME={hub.names.service}" in text, "the probe did not run"
     assert (hub.state / "service-token").read_text().strip() not in text
     assert "JUPYTERHUB_API_TOKEN=" not in text and "JPY_API_TOKEN=" not in text
+    # grading's workspaces were in the grader account's private folder, not in /tmp
+    assert f"TMPDIR={hub.root / 'grading-tmp'} " in text, text[-3000:]
+    assert not can_read(me, hub.root / "grading-tmp") and can_read(hub.names.grader_account, hub.root / "grading-tmp")
     # Generate Feedback and Release Feedback; the student fetches their own, the other student sees none
     for action in ("generate_feedback", "release_feedback"):
         r = c.s.post(f"{svc}/api/assignment/00_orientation/{me}/{action}", headers={"X-XSRFToken": xsrf}, timeout=600)

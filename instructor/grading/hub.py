@@ -14,6 +14,7 @@ Everything lives under one prefix (default ``/srv/inplace-hub``)::
                               editable: it names no file of the checkout)
       etc/student/            root 0755   Jupyter config of students' servers (student view, exchange)
       etc/grader/             root 0755   Jupyter config of the formgrader service
+      grading-tmp/            <service account> 0700   TMPDIR of the formgrader service (grading's workspaces)
 
 Accounts (one Unix group for each role; ``--names-prefix`` puts a prefix before every name):
 
@@ -463,6 +464,12 @@ def lock_down(hub: Hub) -> None:
             os.chown(p, uid, gid)
             mode = os.stat(p).st_mode
             os.chmod(p, 0o770 if mode & stat.S_IXUSR else 0o660)
+    # Grading's temporary folders (the pipeline's workspaces hold folders of mode 0777 for the sandbox,
+    # and students have shells on this machine): in a folder of the grader account's, not in /tmp.
+    scratch = hub.root / "grading-tmp"
+    scratch.mkdir(exist_ok=True)
+    os.chown(scratch, uid, gid)
+    os.chmod(scratch, 0o700)
     os.chmod(hub.root, 0o755)
     hub.state.mkdir(exist_ok=True)
     os.chown(hub.state, 0, 0)
