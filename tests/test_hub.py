@@ -244,6 +244,17 @@ def test_a_student_logs_in_and_their_server_runs_as_them(deployed):
     assert f"uid {hubmod.pwd.getpwnam(me).pw_uid} " in out, out
     assert f"prefix {hub.env} " in out and f"pkg {hub.env}/" in out, out  # not the checkout's venv or package
     assert "READ" not in out and out.count("DENIED PermissionError") == 4, out
+    # another student, signed in, is refused the first student's server (files and kernels)
+    c2 = Client(url)
+    assert c2.login(other, PASSWORD) == 302
+    # opening the server's page runs the hub's OAuth: the owner is let in, the other student is refused
+    assert c.s.get(f"{url}/user/{me}/lab", timeout=60).status_code == 200
+    r = c2.s.get(f"{url}/user/{me}/lab", timeout=60)
+    assert r.status_code == 403 and "/hub/api/oauth2/authorize" in r.url, (r.status_code, r.url)
+    for path in ("api/contents", f"api/kernels/{kernel}"):
+        assert c.s.get(f"{url}/user/{me}/{path}", timeout=30).status_code == 200  # the owner's session: yes
+        r = c2.s.get(f"{url}/user/{me}/{path}", timeout=30)
+        assert r.status_code == 403 and "mine.txt" not in r.text, (path, r.status_code)
     # the environment's commands (a student's terminal) run the hub's Python too, not the checkout's
     r = as_user(me, str(hub.env / "bin" / "jupyter"), "--paths")
     assert r.returncode == 0 and str(REPO) not in (hub.env / "bin" / "jupyter").read_text(), r.stderr
