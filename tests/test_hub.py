@@ -376,6 +376,13 @@ def test_roster_import_refuses_a_bad_class_list_by_file_and_line(deployed, tmp_p
     headerless.write_text("r-ada,Ada,Lovelace\n")
     with pytest.raises(HandinError, match=rf"{headerless}: the roster's first line must name its columns"):
         hubmod.import_roster(hub, headerless)
+    # set-up never takes over an account it did not make (its --demo names, its grader account)
+    stranger = hubmod.Hub(prefix=str(tmp_path / "another-hub"), names_prefix=NP)
+    for name in (f"{NP}instructor", "root"):
+        with pytest.raises(hubmod.HubError, match="already exists on this machine and was not made by this hub"):
+            hubmod.ensure_user(stranger, name, [stranger.names.graders], password="taken-over")
+    assert hubmod.ensure_user(hub, f"{NP}instructor", [hub.names.graders]) is False  # its own: fine
+    assert Client(deployed["url"]).login(f"{NP}instructor", PASSWORD) == 302  # password unchanged
     # the command line says it too, and exits non-zero
     r = subprocess.run([sys.executable, "-m", "instructor.grading.hub", "roster", str(bad), "--prefix", hub.prefix],
                        capture_output=True, text=True, cwd=REPO, timeout=60)

@@ -184,13 +184,17 @@ def ensure_group(hub: Hub, name: str) -> None:
 
 
 def ensure_user(hub: Hub, name: str, groups: list[str], *, comment: str = "", password: str | None = None,
-                home: bool = True) -> bool:
+                home: bool = True, adopt: bool = False) -> bool:
     """Make the account (home 0700) unless it exists; add it to ``groups``; set ``password`` if given.
-    True when it was made now."""
+    True when it was made now. An existing account this hub did not make is refused unless ``adopt``
+    (a class list's student already in the students' group): set-up never takes over someone's account."""
     made = False
+    if user_exists(name) and name not in hub.created and not adopt:
+        raise HubError(f"an account {name!r} already exists on this machine and was not made by this hub; "
+                       "choose other names (--names-prefix) or remove it")
     if not user_exists(name):
         _run(["useradd", "--create-home" if home else "--no-create-home", "--shell", "/bin/bash",
-              "--comment", comment[:100].replace(":", " "), "--user-group", name])
+              "--comment", re.sub(r"[:\n\r]", " ", comment)[:100], "--user-group", name])
         hub.created.append(name)
         made = True
     for g in groups:
@@ -256,7 +260,7 @@ def import_roster(hub: Hub, path: Path, *, password: str | None = None) -> list[
         pw = password or secrets.token_urlsafe(9)
         name = " ".join(p for p in (st.first_name, st.last_name) if p)
         if ensure_user(hub, login, [hub.names.students], comment=f"{name},,,{st.email}" if name else "",
-                       password=None):
+                       password=None, adopt=True):
             _run(["chpasswd"], input=f"{login}:{pw}\n")
             made.append((login, pw))
         if login not in hub.students:
