@@ -145,7 +145,7 @@ def deployed():
     if WHY_NOT:
         pytest.skip(WHY_NOT)
     _proxy()
-    for stale in ("student1", "student2", "instructor", "grader2", "inplace-grader", "r-ada"):
+    for stale in ("student1", "student2", "instructor", "grader2", "inplace-grader", "r-ada", "ta3"):
         if hubmod.user_exists(NP + stale):
             pytest.fail(f"account {NP + stale} is left from an earlier run: userdel -r {NP + stale}")
     # the environment is a hard-link copy of this venv where the two share a file system (else a full copy)
@@ -196,7 +196,7 @@ def deployed():
             gone = hubmod.remove(hubmod.Hub.load(prefix))
         except hubmod.HubError:
             gone = []
-        for name in ("student1", "student2", "instructor", "grader2", "inplace-grader", "r-ada"):
+        for name in ("student1", "student2", "instructor", "grader2", "inplace-grader", "r-ada", "ta3"):
             if hubmod.user_exists(NP + name):  # never leave an account behind
                 subprocess.run(["userdel", "--remove", "--force", NP + name], capture_output=True)
         for g in ("inplace-graders", "inplace-students"):
@@ -383,6 +383,13 @@ def test_roster_import_refuses_a_bad_class_list_by_file_and_line(deployed, tmp_p
             hubmod.ensure_user(stranger, name, [stranger.names.graders], password="taken-over")
     assert hubmod.ensure_user(hub, f"{NP}instructor", [hub.names.graders]) is False  # its own: fine
     assert Client(deployed["url"]).login(f"{NP}instructor", PASSWORD) == 302  # password unchanged
+    # another grader: the grader group (reads the course), never a student
+    pw = hubmod.add_grader(hub, f"{NP}ta3")
+    assert pw and hubmod.in_group(f"{NP}ta3", hub.names.graders) and f"{NP}ta3" in hubmod.Hub.load(hub.root).graders
+    assert can_read(f"{NP}ta3", deployed["secrets"]["source"])
+    with pytest.raises(hubmod.HubError, match="is a student of this course"):
+        hubmod.add_grader(hub, f"{NP}student1")
+    assert not hubmod.in_group(f"{NP}student1", hub.names.graders)
     # the command line says it too, and exits non-zero
     r = subprocess.run([sys.executable, "-m", "instructor.grading.hub", "roster", str(bad), "--prefix", hub.prefix],
                        capture_output=True, text=True, cwd=REPO, timeout=60)

@@ -279,6 +279,27 @@ def _note_passwords(hub: Hub, made: list[tuple[str, str]]) -> None:
         f.writelines(f"{login},{pw}\n" for login, pw in made)
 
 
+def add_grader(hub: Hub, login: str, *, password: str | None = None) -> str | None:
+    """Another grader: an account in the grader group (reads and writes the course folder) and in the
+    hub's formgrade group (opens formgrader; the hub reads this at start: restart it). An existing
+    account is added as it is (its password kept); a new one gets ``password`` or a random one,
+    returned."""
+    if not LOGIN.match(login):
+        raise HubError(f"{login!r} cannot be a login name on this machine (lower-case letters, digits, '_' "
+                       "and '-', starting with a letter or '_', at most 32 characters)")
+    if login in (hub.names.grader_account, "root") or login in hub.students or in_group(login, hub.names.students):
+        raise HubError(f"{login!r} is a student of this course or the hub's own account: not a grader")
+    new = not user_exists(login)
+    pw = (password or secrets.token_urlsafe(9)) if new else None
+    ensure_user(hub, login, [hub.names.graders], comment="grader", password=pw, adopt=True)
+    if login not in hub.graders:
+        hub.graders.append(login)
+    hub.save()
+    if pw:
+        _note_passwords(hub, [(login, pw)])
+    return pw
+
+
 def add_to_gradebook(hub: Hub, students: list[tuple[str, object]]) -> None:
     """nbgrader students (id = login name: nbgrader submit names the account) in the course gradebook."""
     from nbgrader.api import Gradebook
@@ -588,6 +609,9 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("roster", help="accounts and gradebook students from a class list")
     r.add_argument("csv", type=Path)
     r.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX)
+    g = sub.add_parser("grader", help="add a grader (an existing account, or a new one); then restart the hub")
+    g.add_argument("login")
+    g.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX)
     d = sub.add_parser("remove", help="remove every account and group the hub made (userdel -r)")
     d.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX)
     args = parser.parse_args(argv)
@@ -609,6 +633,11 @@ def main(argv: list[str] | None = None) -> int:
             hub = Hub.load(args.prefix)
             for login, pw in import_roster(hub, args.csv):
                 print(f"  account {login}  password {pw}")
+        elif args.cmd == "grader":
+            hub = Hub.load(args.prefix)
+            pw = add_grader(hub, args.login)
+            print(f"grader {args.login}" + (f"  password {pw}" if pw else " (existing account, password kept)")
+                  + ": restart the hub to give them formgrader")
         elif args.cmd == "remove":
             hub = Hub.load(args.prefix)
             print("removed: " + (", ".join(remove(hub)) or "nothing"))
