@@ -490,3 +490,39 @@ def test_formgrader_from_the_hub_collects_and_autogrades_with_the_trusted_pipeli
     assert "PID1 " in mine[0].read_text()  # their own notebook, as graded
     released = hub.exchange / hubmod.COURSE_ID / "feedback"
     assert not can_read(f"{NP}student2", released)  # feedback files are not listed to anyone else
+
+
+@needs_hub
+@pytest.mark.browser
+def test_a_browser_signs_in_as_a_student_and_as_the_instructor(deployed):
+    """Chromium (Debian's, driven by Playwright) at the hub's login page: the demo student gets
+    JupyterLab with nbgrader's student menu only; the demo instructor gets formgrader."""
+    chromium = os.environ.get("COURSE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.access(chromium, os.X_OK):
+        pytest.skip(f"no chromium at {chromium}")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    url, hub = deployed["url"], deployed["hub"]
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            def sign_in(user):
+                page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+                page.goto(f"{url}/hub/login")
+                page.fill("input[name=username]", user)
+                page.fill("input[name=password]", PASSWORD)
+                page.click("[type=submit]")
+                return page
+
+            page = sign_in(f"{NP}student2")
+            page.wait_for_url(f"**/user/{NP}student2/lab**", timeout=120_000)
+            page.wait_for_selector(".jp-Launcher", timeout=120_000)
+            page.click("text=Nbgrader")
+            items = [t for t in page.locator(".lm-Menu-itemLabel").all_inner_texts() if t.strip()]
+            assert items == ["Assignment List"], items  # no formgrader, course list or create assignment
+            page = sign_in(f"{NP}instructor")
+            page.wait_for_load_state("networkidle")
+            page.goto(f"{url}/services/{hub.names.service}/formgrader")
+            page.wait_for_selector("text=Manage Assignments", timeout=60_000)
+            assert "formgrade" in page.title()
+        finally:
+            browser.close()
