@@ -24,10 +24,12 @@ help:
 	@echo "make hub        (root) JupyterHub for a class on this machine, formgrader as its grader service; HUB_ARGS=\"--demo\" demo accounts, \"--roster class.csv\", see docs/deploying.md"
 	@echo "make gpu-check  on a CUDA machine: every hidden check's CUDA cases on the references and the samples; skipped without a GPU (GPU_CHECK_ARGS=--assignment 03_yolo_head)"
 
-$(STAMP): constraints.txt pyproject.toml
+# The dev extra brings the hub's packages (tests/test_hub.py), pinned apart in hub/constraints-hub.txt so
+# that Binder's environment.yml, made from constraints.txt, never replaces Binder's own JupyterHub.
+$(STAMP): constraints.txt hub/constraints-hub.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -c hub/constraints-hub.txt -e '.[dev]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (course)" >/dev/null
 	touch $@
 
@@ -74,7 +76,7 @@ screenshots: setup
 	UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/test_browser.py
 
 lock: setup
-	{ sed '/^[^#]/,$$d' constraints.txt; $(BIN)/python -m pip freeze --all --exclude-editable | grep -v '^pip==' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > constraints.new && mv constraints.new constraints.txt
+	{ sed '/^[^#]/,$$d' constraints.txt; $(BIN)/python -m pip freeze --all --exclude-editable | grep -v '^pip==' | grep -viE "^($$(sed -n 's/==.*//p' hub/constraints-hub.txt | sed 's/[-_.]/[-_.]/g' | paste -sd'|'))==" | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > constraints.new && mv constraints.new constraints.txt
 	$(BIN)/python scripts/environment_yml.py
 
 clean:
