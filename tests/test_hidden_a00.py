@@ -170,3 +170,23 @@ def test_a_signature_without_fn_is_named():
          "    (x ** 3).sum().backward()\n    return x.grad\n", ns)
     v = _judge(a00.CubeSumGrad(), ns, a00.CubeSumGrad().cases())
     assert not v.passed and "does not take the function to differentiate" in v.message, v.message
+
+
+def test_drawing_ends_and_keeps_its_draws_where_torch_allclose_is_patched(monkeypatch):
+    """Where a submission made ``torch.allclose`` always true (nbgrader's own kernel, no sandbox), the loop
+    that redraws a function whose gradient equals the default's once never ended and the cell timed out.
+    The draws are bounded and compared in plain floats: the same seeded functions, drawn at once."""
+    import time
+
+    import torch
+
+    honest = a00.function_cases(a00.CubeSumGrad().value_lists(), a00.CubeSumGrad.DEFAULT, seed=101, fresh=0)
+    monkeypatch.setattr(torch, "allclose", lambda *a, **k: True)
+    t0 = time.perf_counter()
+    patched = a00.function_cases(a00.CubeSumGrad().value_lists(), a00.CubeSumGrad.DEFAULT, seed=101, fresh=0)
+    assert time.perf_counter() - t0 < 10
+    assert [c["fn"] for c in patched] == [c["fn"] for c in honest]
+    from instructor.hidden.a00_orientation.checks import _differs
+
+    g0 = a00.autograd_of(None, a00.CubeSumGrad.DEFAULT, [1.0, 2.0])
+    assert not _differs(g0, g0) and _differs(g0 + 1, g0) and not _differs(g0 * float("nan"), g0)

@@ -231,13 +231,16 @@ def test_outputs_are_bounded_per_notebook(hostile_batch):
 # checks inside it, no confirmation), each of these must score above what the pipeline gives it.
 # Only attacks harmless to the machine running the tests are graded unguarded.
 
-UNGUARDED = ("patch_checks", "sys_modules", "read_source", "reference_import", "behaves_differently")
+UNGUARDED = ("patch_checks", "sys_modules", "read_source", "reference_import", "behaves_differently",
+             "allclose_patch")
 #: Attacks that fail even in nbgrader's own kernel, stopped by the checks' design rather than by the sandbox:
 #: a probe sends back plain data (an ``Anything`` list arrives as a list) and holds no expected value
 #: (the judge computes it afterwards, elsewhere), so there is nothing to gain from ``__eq__`` or the stack.
-#: ``allclose_patch`` joined them when assignment 0's check began drawing the function to differentiate
-#: at grading time: the visible test it fools is worth nothing without the hidden check's own comparison.
-STOPPED_BY_THE_CHECKS = ("eq_always_true", "stack_frames", "allclose_patch")
+#: (``allclose_patch`` once looked stopped here too: with ``torch.allclose`` always true, the loop that
+#: redraws a function equal to the default never ended, and nbgrader's cell timed out. The draws are
+#: bounded and compared in plain floats now; in nbgrader's kernel the judge's own comparisons are the
+#: patched ones, so the attack works there, and only the trusted pipeline, judging elsewhere, stops it.)
+STOPPED_BY_THE_CHECKS = ("eq_always_true", "stack_frames")
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,8 @@
 helpers its probes ship into the sandbox and its judges use."""
 from __future__ import annotations
 
+import math
+
 import torch
 
 from autograder.checks import check_close, check_equal, check_tensor, check_true, check_type, fail
@@ -58,13 +60,27 @@ def function_cases(value_lists, default: str, seed: int, at_sigmoid: bool = Fals
     for k, values in enumerate(value_lists):
         cases.append({"values": values, "fn": None, "label": f"values = {values} (fn left at its default)"})
         for rng, when in [(seeded, "")] + [(now, ", drawn when your work was graded")] * (fresh if k < fresh else 0):
-            while True:
+            for _ in range(DRAWS):
                 src = draw_function(rng)
                 g, g0 = autograd_of(src, default, values, at_sigmoid), autograd_of(None, default, values, at_sigmoid)
-                if torch.isfinite(g).all() and not torch.allclose(g, g0, rtol=1e-6, atol=1e-6):
+                if _differs(g, g0):
                     break
             cases.append({"values": values, "fn": src, "label": f"values = {values}, fn = {src}{when}"})
     return cases
+
+
+#: At most this many draws per case (an honest run needs one or two): where the comparison below is
+#: defeated, the case keeps its last draw instead of looping until the cell's time runs out.
+DRAWS = 50
+
+
+def _differs(g: torch.Tensor, g0: torch.Tensor, tol: float = 1e-6) -> bool:
+    """``g`` finite and not close to ``g0`` (as ``torch.allclose(g, g0, rtol=tol, atol=tol)`` would say),
+    in plain Python floats: code that replaced ``torch.allclose`` in the same process cannot change it."""
+    a, b = [float(x) for x in g.flatten().tolist()], [float(x) for x in g0.flatten().tolist()]
+    if len(a) != len(b) or not all(math.isfinite(x) for x in a):
+        return len(a) != len(b) and all(math.isfinite(x) for x in a)
+    return any(not abs(x - y) <= tol + tol * abs(y) for x, y in zip(a, b))
 
 
 def call_with_fn(f, case):
