@@ -114,7 +114,8 @@ def _feedback_from_gradebook(course_root: Path, res) -> None:
 def _describe(res, how: str) -> list[str]:
     lines = [f"{res.student}/{res.assignment}: " + (
         f"{res.auto_score:g}/{res.auto_max:g} autograded points" if res.ok else f"ERROR: {res.error}")
-        + (f" (+{res.manual_pending:g} to grade by hand)" if res.ok and res.manual_pending else "")
+        + (f" (+{res.manual_pending:g} point(s) of written answers, graded by hand in Manual Grading)"
+           if res.ok and res.manual_pending else "")
         + f" ({how}; kernel {'in the bubblewrap sandbox' if res.sandboxed else 'NOT sandboxed: bubblewrap missing'})"]
     lines += [f"  flagged: {f}" for f in res.flags]
     lines += [f"  integrity: {i}" for i in res.integrity]
