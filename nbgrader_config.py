@@ -93,3 +93,12 @@ import importlib.util  # noqa: E402
 
 if importlib.util.find_spec("instructor") is not None:
     c.ExchangeFactory.collect = "instructor.grading.exchange.CourseExchangeCollect"
+
+# Late submissions (instructor/grading/late.py): 10% of a notebook's points off per started day (24 h)
+# after the assignment's due date, never more than its score. The due date is the gradebook's
+# (`python -m instructor.grading.hub due ASSIGNMENT "YYYY-MM-DD HH:MM [zone]"`, UTC unless a zone is
+# given); the submission's time is its timestamp.txt. Where the instructor's code is importable only.
+if importlib.util.find_spec("instructor") is not None:
+    c.AssignLatePenalties.plugin_class = "instructor.grading.late.PerDayPenalty"
+    c.PerDayPenalty.percent_per_day = 10.0
+    c.PerDayPenalty.grace_minutes = 0.0

@@ -29,6 +29,11 @@ Accounts (one Unix group for each role; ``--names-prefix`` puts a prefix before 
 ``--demo`` makes an instructor, a second grader and two students with passwords; ``roster CSV``
 (or ``setup --roster CSV``) makes one account per row of a class list (``id,first_name,last_name,email``,
 read by :func:`instructor.grading.handins.read_roster`) and adds each student to the gradebook.
+
+Due dates: ``due ASSIGNMENT "2026-12-10 17:00"`` (or ``setup --due "ASSIGNMENT=2026-12-10 17:00"``) sets the
+assignment's due date in the course gradebook, where formgrader shows it and nbgrader's late penalty
+(``nbgrader_config.py``: :class:`instructor.grading.late.PerDayPenalty`) reads it. The time is UTC unless a
+zone follows it (``2026-12-10 17:00 Europe/Berlin``, ``2026-12-10 17:00 +01:00``); ``none`` clears it.
 """
 from __future__ import annotations
 
@@ -302,19 +307,77 @@ def add_grader(hub: Hub, login: str, *, password: str | None = None) -> str | No
 
 def add_to_gradebook(hub: Hub, students: list[tuple[str, object]]) -> None:
     """nbgrader students (id = login name: nbgrader submit names the account) in the course gradebook."""
-    from nbgrader.api import Gradebook
-
     db = hub.course / "gradebook.db"
-    bindir = str(Path(sys.executable).parent)  # nbgrader runs `alembic` by name
-    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
-    with Gradebook(f"sqlite:///{db}", course_id=COURSE_ID) as gb:
+    with _open_gradebook(hub) as gb:
         for login, st in students:
             gb.update_or_create_student(login, first_name=getattr(st, "first_name", "") or None,
                                         last_name=getattr(st, "last_name", "") or None,
                                         email=getattr(st, "email", "") or None,
                                         lms_user_id=getattr(st, "lms_id", "") or None)
     _give_course(hub, db)
+
+
+# --------------------------------------------------------------------------- due dates
+
+_DUE = re.compile(r"(\d{4}-\d{2}-\d{2})[ T](\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)\s*(.*)")
+
+
+def parse_due(text: str):
+    """A due date as nbgrader's gradebook keeps it: a naive ``datetime`` in UTC. ``YYYY-MM-DD HH:MM``
+    (``:SS`` optional, ``T`` allowed) is UTC unless a zone follows: ``UTC``/``Z``, an offset
+    (``+01:00``, ``-0500``) or an IANA name (``Europe/Berlin``; its daylight-saving time on that date)."""
+    import datetime as dt
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    m = _DUE.fullmatch(text.strip())
+    if not m:
+        raise HubError(f"due date {text!r}: write it as YYYY-MM-DD HH:MM, optionally followed by a zone "
+                       "(UTC, +01:00, Europe/Berlin); without one it is UTC")
+    clock = m[2] if len(m[2].split(":")[0]) == 2 else "0" + m[2]
+    try:
+        when = dt.datetime.fromisoformat(f"{m[1]}T{clock}")
+    except ValueError as err:
+        raise HubError(f"due date {text!r}: {err}") from None
+    zone = m[3].strip()
+    if not zone or zone.upper() in ("UTC", "Z", "GMT", "+00:00", "+0000"):
+        tz = dt.timezone.utc
+    elif off := re.fullmatch(r"([+-])(\d{2}):?(\d{2})", zone):
+        delta = dt.timedelta(hours=int(off[2]), minutes=int(off[3]))
+        tz = dt.timezone(-delta if off[1] == "-" else delta)
+    else:
+        try:
+            tz = ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise HubError(f"due date {text!r}: unknown time zone {zone!r} (UTC, an offset such as +01:00, "
+                           "or a name such as Europe/Berlin)") from None
+    return when.replace(tzinfo=tz).astimezone(dt.timezone.utc).replace(tzinfo=None)
+
+
+def _open_gradebook(hub: Hub):
+    from nbgrader.api import Gradebook
+
+    bindir = str(Path(sys.executable).parent)  # nbgrader runs `alembic` by name
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    return Gradebook(f"sqlite:///{hub.course / 'gradebook.db'}", course_id=COURSE_ID)
+
+
+def set_due(hub: Hub, assignment: str, when: str | None):
+    """The assignment's due date in the course gradebook (made if needed), as formgrader shows it and
+    nbgrader's late penalty reads it; ``when`` None (or "none") clears it. Returns the stored UTC time."""
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", assignment) or assignment.startswith("."):
+        raise HubError(f"{assignment!r} is not an assignment name")
+    if not (hub.course / "source" / assignment).is_dir():
+        known = sorted(p.name for p in (hub.course / "source").iterdir() if p.is_dir()) \
+            if (hub.course / "source").is_dir() else []
+        raise HubError(f"no assignment {assignment!r} in {hub.course / 'source'} (known: {', '.join(known) or 'none'})")
+    due = None if when is None or when.strip().lower() == "none" else parse_due(when)
+    with _open_gradebook(hub) as gb:
+        a = gb.update_or_create_assignment(assignment)
+        a.duedate = due
+        gb.db.commit()
+    _give_course(hub, hub.course / "gradebook.db")
+    return due
 
 
 # --------------------------------------------------------------------------- files
@@ -538,7 +601,7 @@ def free_port() -> int:
 def setup(prefix: Path, *, names_prefix: str = "", demo: bool = False, demo_password: str | None = None,
           roster: Path | None = None, port: int = 8000, ip: str = "", ports: dict | None = None,
           lock: bool = True, lock_repo: bool = False, release: bool = False,
-          source_venv: Path | None = None) -> tuple[Hub, list[tuple[str, str]]]:
+          source_venv: Path | None = None, due: dict[str, str] | None = None) -> tuple[Hub, list[tuple[str, str]]]:
     """Everything the hub needs, idempotent. Returns the hub and the (login, password) pairs made now."""
     if os.geteuid() != 0:
         raise HubError("the hub's set-up makes accounts and sets owners: run it as root (sudo make hub)")
@@ -552,6 +615,9 @@ def setup(prefix: Path, *, names_prefix: str = "", demo: bool = False, demo_pass
         hub = Hub(prefix=str(prefix), names_prefix=names_prefix, port=port, ip=ip, **(ports or {}))
     if roster is not None:  # a bad class list stops set-up before any account is made
         roster_accounts(roster, hub.names)
+    for when in (due or {}).values():  # so does a due date that does not parse
+        if when.strip().lower() != "none":
+            parse_due(when)
     prefix.mkdir(parents=True, exist_ok=True)
     hub.save()
     n = hub.names
@@ -583,12 +649,18 @@ def setup(prefix: Path, *, names_prefix: str = "", demo: bool = False, demo_pass
         _note_passwords(hub, made)
     if roster is not None:
         made += import_roster(hub, roster)
+    for assignment, when in (due or {}).items():
+        set_due(hub, assignment, when)
     if release:
         release_all(hub)
     if lock_repo:
         lock_checkout(Path(hub.repo))
     hub.save()
     return hub, made
+
+
+def _show_due(due) -> str:
+    return "date cleared (no late penalty)" if due is None else due.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -606,6 +678,14 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--release", action="store_true", help="generate and release every assignment to the exchange")
     s.add_argument("--lock-checkout", action="store_true",
                    help="chmod o-rwx this checkout: students must not read source/ or instructor/ (make hub does)")
+    s.add_argument("--due", action="append", default=[], metavar="ASSIGNMENT=WHEN",
+                   help="an assignment's due date, e.g. '00_orientation=2026-12-10 17:00' (UTC unless a zone "
+                        "follows: '... 17:00 Europe/Berlin', '... 17:00 +01:00'); repeat for more")
+    dd = sub.add_parser("due", help="set (or clear: none) an assignment's due date in the course gradebook; "
+                                    "later submissions lose nbgrader_config.py's late penalty")
+    dd.add_argument("assignment")
+    dd.add_argument("when", help="YYYY-MM-DD HH:MM, UTC unless a zone follows (UTC, +01:00, Europe/Berlin); none clears")
+    dd.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX)
     r = sub.add_parser("roster", help="accounts and gradebook students from a class list")
     r.add_argument("csv", type=Path)
     r.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX)
@@ -617,9 +697,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.cmd == "setup":
+            due = {}
+            for item in args.due:
+                name, sep, when = item.partition("=")
+                if not sep or not name.strip():
+                    raise HubError(f"--due {item!r}: write ASSIGNMENT=WHEN, e.g. '00_orientation=2026-12-10 17:00'")
+                due[name.strip()] = when
             hub, made = setup(args.prefix, names_prefix=args.names_prefix, demo=args.demo,
                               demo_password=args.demo_password, roster=args.roster, port=args.port, ip=args.ip,
-                              release=args.release, lock_repo=args.lock_checkout)
+                              release=args.release, lock_repo=args.lock_checkout, due=due)
+            for name, when in due.items():
+                print(f"  {name} due {_show_due(None if when.strip().lower() == 'none' else parse_due(when))}")
             print(f"hub set up in {hub.root}: course {hub.course}, exchange {hub.exchange}, environment {hub.env}")
             for login, pw in made:
                 print(f"  account {login}  password {pw}")
@@ -629,6 +717,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"WARNING: {hub.repo} is open to every account (mode {os.stat(hub.repo).st_mode & 0o777:o}): "
                       "a student's terminal can read its source/ and instructor/. Pass --lock-checkout, or keep "
                       "the checkout in a folder students cannot enter.", file=sys.stderr)
+        elif args.cmd == "due":
+            hub = Hub.load(args.prefix)
+            print(f"{args.assignment} due {_show_due(set_due(hub, args.assignment, args.when))}")
         elif args.cmd == "roster":
             hub = Hub.load(args.prefix)
             for login, pw in import_roster(hub, args.csv):
