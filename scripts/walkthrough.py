@@ -15,7 +15,7 @@ The estimate: reading at WPM words a minute + CELL_SECONDS per code cell (read, 
 output) + the notebook's own run time (its source notebook, nbclient, solutions in place) + the tasks;
 stated as a range of -10 % .. +25 % rounded to 5 minutes (a first try takes longer than a clean run).
 
-    python scripts/walkthrough.py            # the table (Markdown) for the README
+    python scripts/walkthrough.py            # the table (Markdown) for docs/performance.md
     python scripts/walkthrough.py --write    # also rewrite each source notebook's "**Time:**" sentence
     python scripts/walkthrough.py --no-run   # without running the notebooks (run time taken as 0)
 

@@ -1,4 +1,4 @@
-"""nbgrader's exchange, end to end, on an exchange folder made for the test: the README's
+"""nbgrader's exchange, end to end, on an exchange folder made for the test: docs/instructors.md's
 "With a JupyterHub exchange" recipe, run as written.
 
 release_assignment -> two students fetch_assignment, fill in, submit -> collect ->

@@ -521,7 +521,7 @@ def test_report_names_a_custom_function_that_writes_into_its_input():
 
 
 def test_readme_claims_about_the_message_and_anomaly_mode():
-    """What the README says PyTorch's message and anomaly mode show, measured on the pinned torch."""
+    """What docs/locator.md says PyTorch's message and anomaly mode show, measured on the pinned torch."""
     import warnings
 
     # A saved *output* is reported as an output of the op that saved it, whatever wrote it later ...

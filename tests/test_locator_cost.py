@@ -1,4 +1,4 @@
-"""Cost of the in-place locator on the course's own detector (the README states the figure)."""
+"""Cost of the in-place locator on the course's own detector (docs/locator.md states the figure)."""
 from __future__ import annotations
 
 import torch

@@ -1,7 +1,7 @@
 """Every lesson in notebooks/ runs top to bottom, headless, without an error or a stderr traceback.
 
 (The graded notebooks in source/ run top to bottom in tests/test_pipeline.py, through nbgrader.)
-Run times are written to artifacts/notebook_times.json for the README's table.
+Run times are written to artifacts/notebook_times.json for docs/performance.md's table.
 """
 from __future__ import annotations
 

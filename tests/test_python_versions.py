@@ -13,7 +13,7 @@
 * ``test_the_course_code_compiles_on``: where this machine has the version, every .py file of the course
   compiles under it with warnings as errors (3.12 made a bad escape a SyntaxWarning), and imports nothing
   that version's standard library dropped. (A full install there is a few GB of CUDA wheels: not in the
-  suite; the README reports the one run made.)
+  suite; docs/students.md reports the one run made.)
 """
 from __future__ import annotations
 

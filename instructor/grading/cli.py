@@ -471,7 +471,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", "-j", type=int, default=None,
                    help="grade this many submissions at once (default: the number of cores; 1: one at a time)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                   help="grade on a dask.distributed cluster (its workers run the sandbox; see the README)")
+                   help="grade on a dask.distributed cluster (its workers run the sandbox; see docs/instructors.md)")
     p.add_argument("--export", action="append", metavar="FORMAT", type=export.format_arg,
                    help="also write the grades for an LMS to import, into --out: canvas (canvas.csv), "
                         "moodle (moodle.csv), gradescope (gradescope-<assignment>.csv); repeat the "

@@ -267,7 +267,7 @@ def worker_context():
     ``forkserver``, started with this process's first workers and kept for its later ones), or spawned
     where there is no fork server. Spawned, every worker imported them itself, all at the start of a
     batch: the first submissions of ``--jobs 2`` began 6.7-7.8 s after the batch did; forked, 5.7-5.8 s
-    (4.6-5.7 s when the server was already running; README, "How fast")."""
+    (4.6-5.7 s when the server was already running; docs/performance.md, "Grading a class")."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return get_context("spawn")
     ctx = get_context("forkserver")
