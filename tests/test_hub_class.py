@@ -170,3 +170,302 @@ def test_due_sets_the_assignment_due_date_in_the_course_gradebook(tmp_path, monk
     r = subprocess.run([sys.executable, "-m", "instructor.grading.hub", "due", ASSIGNMENT, "next friday",
                         "--prefix", str(hub.root)], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert r.returncode == 2 and "YYYY-MM-DD HH:MM" in r.stderr, r.stderr
+
+
+# --------------------------------------------------------------------------- a class on a real hub
+
+NP = "icxc-"   # not test_hub.py's icxt-: the two may run side by side
+ACCOUNTS = ("student1", "student2", "instructor", "grader2", "inplace-grader")
+
+
+def _hub_why_not() -> str | None:
+    from test_hub import WHY_NOT
+
+    if WHY_NOT:
+        return WHY_NOT
+    chromium = os.environ.get("COURSE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.access(chromium, os.X_OK):
+        return f"no chromium at {chromium}"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "needs playwright (pip install playwright)"
+    return None
+
+
+def _remove_accounts(prefix: Path) -> None:
+    try:
+        hubmod.remove(hubmod.Hub.load(prefix))
+    except hubmod.HubError:
+        pass
+    for name in ACCOUNTS:
+        if hubmod.user_exists(NP + name):  # never leave an account behind
+            subprocess.run(["pkill", "-KILL", "-u", NP + name], capture_output=True)
+            subprocess.run(["userdel", "--remove", "--force", NP + name], capture_output=True)
+    for g in ("inplace-graders", "inplace-students"):
+        subprocess.run(["groupdel", NP + g], capture_output=True)
+
+
+@pytest.fixture
+def class_hub():
+    """A hub as tests/test_hub.py's ``deployed`` makes it (set-up with demo accounts, locked down,
+    JupyterHub on free ports), with this module's account names; removed afterwards, also on failure."""
+    from test_hub import PASSWORD, _proxy, _stop
+    import requests
+
+    _proxy()
+    for name in ACCOUNTS:
+        if hubmod.user_exists(NP + name):
+            pytest.fail(f"account {NP + name} is left from an earlier run: userdel -r {NP + name}")
+    here = os.stat(sys.prefix).st_dev
+    parent = next((d for d in ("/tmp", "/var/tmp", str(REPO.parent)) if os.path.isdir(d) and os.access(d, os.W_OK)
+                   and os.stat(d).st_dev == here), "/tmp")
+    base = Path(tempfile.mkdtemp(prefix="icxc-hub-", dir=parent))
+    os.chmod(base, 0o755)
+    prefix = base / "p"
+    proc = None
+    ports = {"hub_api_port": hubmod.free_port(), "proxy_api_port": hubmod.free_port(),
+             "service_port": hubmod.free_port()}
+    port = hubmod.free_port()
+    try:
+        hub, _ = hubmod.setup(prefix, names_prefix=NP, demo=True, demo_password=PASSWORD, port=port,
+                              ip="127.0.0.1", ports=ports)
+        log = open(base / "hub.log", "wb")
+        proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(REPO / "hub" / "jupyterhub_config.py")],
+                                cwd=hub.state, env=dict(os.environ, HUB_PREFIX=str(prefix)), stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if requests.get(f"{url}/hub/api/", timeout=5).status_code == 200 and requests.get(
+                        f"{url}/services/{hub.names.service}/api/status", timeout=5,
+                        allow_redirects=False).status_code in (200, 302, 403):
+                    break
+            except requests.ConnectionError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("the hub did not start:\n" + (base / "hub.log").read_text()[-4000:])
+            time.sleep(0.5)
+        yield {"hub": hub, "url": url, "log": base / "hub.log", "password": PASSWORD}
+    finally:
+        if proc is not None:
+            _stop(proc, prefix / "state")
+        _remove_accounts(prefix)
+        shutil.rmtree(base, ignore_errors=True)
+        assert not any(hubmod.user_exists(NP + n) for n in ACCOUNTS)
+
+
+HUB_WHY_NOT = _hub_why_not()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.skipif(HUB_WHY_NOT is not None, reason=HUB_WHY_NOT or "")
+def test_a_class_on_the_hub_release_submit_late_forged_grade_feedback(class_hub):
+    """One assignment (00_orientation) through a class on a real hub, in Chromium where a person clicks:
+
+    1. the instructor sets its due date (``hub due``; formgrader shows it) and presses **Release**;
+    2. two students sign in (PAM passwords, their own OS accounts), **Fetch** it in the Assignments
+       panel, answer (the sample answers of tests/samples/00_orientation/ada.py written into the
+       fetched notebook), the first **Validate**\\s, both **Submit**: the first on time; then the due
+       date is moved to a moment after the first submission (the deadline passes), and the second
+       submits after it (nbgrader writes the true time in timestamp.txt);
+    3. the first student also submits under the second's name (``nbgrader submit
+       --CourseDirectory.student_id=...``): formgrader's **Collect** refuses that folder, naming it, and
+       collects both students' own;
+    4. the instructor presses **Autograde** for each (the trusted pipeline), comments a cell by hand
+       (formgrader's API: 00_orientation has no written answer), **Generate Feedback**, **Release Feedback**;
+    5. each student fetches their own feedback (the second in the panel) and cannot read the other's;
+       the late one shows nbgrader's "Late submission penalty", the gradebook and formgrader's Moodle
+       export take 0.8 points (10 % of 8, one started day) off.
+    """
+    from playwright.sync_api import sync_playwright
+    from nbgrader.api import Gradebook
+    from nbgrader.utils import parse_utc
+
+    from instructor.grading import samples
+    from test_browser import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, _close_dialog, _save_failure
+    from test_exchange_gui import _modal
+    from test_hub import Client, as_user, can_read
+
+    t0 = time.monotonic()
+    hub, url, pw = class_hub["hub"], class_hub["url"], class_hub["password"]
+    s1, s2, teacher_login = f"{NP}student1", f"{NP}student2", f"{NP}instructor"
+    svc = f"{url}/services/{hub.names.service}/formgrader"
+    exchange = hub.exchange / hubmod.COURSE_ID
+    ada = next(s for s in samples.load_samples(ASSIGNMENT) if s.student == "ada")
+    gradebook = f"sqlite:///{hub.course / 'gradebook.db'}"
+
+    def hub_cli(*argv):
+        r = subprocess.run([sys.executable, "-m", "instructor.grading.hub", *argv, "--prefix", str(hub.root)],
+                           capture_output=True, text=True, cwd=REPO, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout
+
+    def nbgrader_as(user, *step):
+        env = ["env", "-i", f"PATH={hub.env}/bin:/usr/bin:/bin", f"HOME=/home/{user}", "LANG=C.UTF-8",
+               f"JUPYTER_CONFIG_PATH={hub.root / 'etc' / 'student'}"]
+        return subprocess.run(["runuser", "-u", user, "--", *env, str(hub.python), "-m", "nbgrader", *step],
+                              cwd=f"/home/{user}", capture_output=True, text=True, timeout=120)
+
+    def answer(user, marker):
+        """The sample's answers in the student's fetched notebook, written as the student would save it."""
+        path = Path(f"/home/{user}/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")
+        assert path.is_file(), list(Path(f"/home/{user}").rglob("*.ipynb"))
+        _, nb = samples.build_notebook(ada)
+        nb.cells.append(nbformat.v4.new_markdown_cell(f"handed in by {marker}"))
+        nbformat.write(nb, path)
+        uid = hubmod.pwd.getpwnam(user)
+        os.chown(path, uid.pw_uid, uid.pw_gid)
+
+    # 1. the due date, tomorrow; formgrader shows it
+    tomorrow = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)).strftime("%Y-%m-%d %H:%M")
+    assert f"{ASSIGNMENT} due {tomorrow}:00 UTC" in hub_cli("due", ASSIGNMENT, tomorrow)
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            def sign_in(user):
+                page = browser.new_context(viewport=VIEWPORT).new_page()
+                page.set_default_timeout(120_000)
+                page.goto(f"{url}/hub/login")
+                page.fill("input[name=username]", user)
+                page.fill("input[name=password]", pw)
+                page.click("[type=submit]")
+                return page
+
+            def assignments_panel(page, user):
+                page.wait_for_url(f"**/user/{user}/lab**")
+                page.wait_for_selector(".jp-Launcher")
+                page.get_by_role("menuitem", name="Nbgrader", exact=True).click()
+                page.get_by_role("menuitem", name="Assignment List", exact=True).click()
+                panel = page.locator("#nbgrader-assignment-list")
+                panel.locator("#course_list_default", has_text=hubmod.COURSE_ID).wait_for()
+                return panel
+
+            teacher = sign_in(teacher_login)
+            teacher.wait_for_load_state("networkidle")
+            teacher.goto(f"{svc}/manage_assignments")
+            row = teacher.locator("table tbody tr", has=teacher.locator("td.name", has_text=ASSIGNMENT))
+            row.wait_for()
+            assert tomorrow in row.locator("td.duedate").inner_text(), row.inner_text()
+            row.locator("td.release a").click()
+            assert "Successfully released" in _modal(teacher)
+            assert (exchange / "outbound" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file()
+
+            # 2. the students: sign in, Fetch, answer; the first validates and submits on time
+            pages = {s1: sign_in(s1), s2: sign_in(s2)}
+            panels = {}
+            for user, page in pages.items():
+                panel = panels[user] = assignments_panel(page, user)
+                panel.locator("#released_assignments_list").get_by_role("button", name="Fetch", exact=True).click()
+                panel.locator("#fetched_assignments_list").get_by_role("button", name="Submit", exact=True).wait_for()
+                answer(user, user)
+            fetched = panels[s1].locator("#fetched_assignments_list")
+            fetched.get_by_text(ASSIGNMENT, exact=True).first.click()   # unfold its notebooks
+            fetched.get_by_role("button", name="Validate", exact=True).click()
+            message = pages[s1].locator(".jp-Dialog #validation-message")
+            message.wait_for(timeout=180_000)
+            assert "validation-success" in (message.get_attribute("class") or ""), message.inner_text()[:3000]
+            _close_dialog(pages[s1])
+            fetched.get_by_role("button", name="Submit", exact=True).click()
+            panels[s1].locator("#submitted_assignments_list").get_by_role(
+                "button", name="Fetch Feedback", exact=True).wait_for()
+            [mine] = list(exchange.glob(f"inbound/{s1}+{ASSIGNMENT}+*"))
+            on_time = parse_utc((mine / "timestamp.txt").read_text().strip())   # naive UTC, as nbgrader reads it
+            # the deadline passes: due one second after the first submission, the second submits after it
+            due = on_time + dt.timedelta(seconds=1)
+            hub_cli("due", ASSIGNMENT, due.strftime("%Y-%m-%d %H:%M:%S"))
+            while dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) <= due + dt.timedelta(seconds=1):
+                time.sleep(0.2)
+            panels[s2].locator("#fetched_assignments_list").get_by_role("button", name="Submit", exact=True).click()
+            panels[s2].locator("#submitted_assignments_list").get_by_role(
+                "button", name="Fetch Feedback", exact=True).wait_for()
+
+            # 3. the first student hands in under the second's name
+            answer(s1, f"{s1} pretending to be {s2}")
+            forged = nbgrader_as(s1, "submit", ASSIGNMENT, f"--CourseDirectory.student_id={s2}")
+            assert forged.returncode == 0, forged.stderr  # nbgrader's submit itself believes the name
+            forged_dirs = [d for d in exchange.glob(f"inbound/{s2}+{ASSIGNMENT}+*")
+                           if d.stat().st_uid == hubmod.pwd.getpwnam(s1).pw_uid]
+            assert len(forged_dirs) == 1, forged_dirs
+
+            # 4. the instructor: Collect (refuses the forged folder, by name), Autograde each, comment,
+            #    Generate and Release Feedback
+            teacher.goto(f"{svc}/manage_assignments")
+            row = teacher.locator("table tbody tr", has=teacher.locator("td.name", has_text=ASSIGNMENT))
+            row.locator("td.collect a").click()
+            modal = teacher.locator("#success-modal, #error-modal").first
+            modal.wait_for(state="visible", timeout=120_000)
+            text = modal.inner_text()
+            assert modal.get_attribute("id") == "error-modal", text[-3000:]
+            assert forged_dirs[0].name in text and s1 in text, text[-3000:]   # the folder, and who made it
+            modal.locator(".modal-footer button").click()
+            for user, marker in ((s1, s1), (s2, s2)):
+                nb = (hub.course / "submitted" / user / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
+                assert f"handed in by {marker}" in nb and "pretending" not in nb, user
+            teacher.goto(f"{svc}/manage_submissions/{ASSIGNMENT}")
+            for user in (s1, s2):
+                sub = teacher.locator("table tbody tr", has=teacher.locator("td", has_text=user))
+                sub.locator("td.autograde a").click()
+                log = _modal(teacher, timeout=300_000)
+                assert "trusted pipeline" in log and f"{user}/{ASSIGNMENT}: 8/8" in log, log[-3000:]
+            with Gradebook(gradebook) as gb:
+                assert gb.find_assignment(ASSIGNMENT).duedate == due.replace(microsecond=0)
+                first, second = gb.find_submission(ASSIGNMENT, s1), gb.find_submission(ASSIGNMENT, s2)
+                assert first.total_seconds_late == 0 and not first.late_submission_penalty
+                assert 0 < second.total_seconds_late < 3600, second.total_seconds_late
+                assert second.late_submission_penalty == pytest.approx(0.8), second.late_submission_penalty
+                assert second.score == 8
+            # a comment by hand (formgrader's API, as the instructor's browser session sends it)
+            api = Client(url)
+            assert api.login(teacher_login, pw) == 302
+            api.s.get(f"{svc}/manage_submissions/{ASSIGNMENT}", timeout=60)
+            xsrf = next(k.value for k in api.s.cookies if k.name == "_xsrf" and k.path.startswith("/services/"))
+            subs = api.s.get(f"{svc}/api/submitted_notebooks/{ASSIGNMENT}/{ASSIGNMENT}", timeout=60).json()
+            nb_id = next(s["id"] for s in subs if s["student"] == s2)
+            comments = api.s.get(f"{svc}/api/comments", params={"submission_id": nb_id}, timeout=60).json()
+            note = "Handed in after the deadline: 10% off. Well argued otherwise."
+            r = api.s.put(f"{svc}/api/comment/{comments[0]['id']}", headers={"X-XSRFToken": xsrf}, timeout=60,
+                          json={**comments[0], "manual_comment": note})
+            assert r.status_code == 200, r.text
+            teacher.goto(f"{svc}/manage_assignments")
+            row = teacher.locator("table tbody tr", has=teacher.locator("td.name", has_text=ASSIGNMENT))
+            row.locator("td.generate-feedback a").click()
+            _modal(teacher, timeout=300_000)
+            row = teacher.locator("table tbody tr", has=teacher.locator("td.name", has_text=ASSIGNMENT))
+            row.locator("td.release-feedback a").click()
+            assert "Successfully released feedback" in _modal(teacher)
+
+            # 5. feedback: the second student in the panel, the first with nbgrader's command
+            panel = panels[s2]
+            panel.locator("#refresh_assignments_list").click()
+            panel.get_by_text("(feedback available to fetch)").wait_for()
+            panel.locator("#submitted_assignments_list").get_by_role("button", name="Fetch Feedback", exact=True).click()
+            panel.get_by_text("(view feedback)").first.wait_for()
+            r = nbgrader_as(s1, "fetch_feedback", ASSIGNMENT)
+            assert r.returncode == 0, r.stderr
+            feedback = {u: list(Path(f"/home/{u}/{ASSIGNMENT}/feedback").glob(f"*/{ASSIGNMENT}.html")) for u in (s1, s2)}
+            assert all(len(f) == 1 for f in feedback.values()), feedback
+            late_page, on_time_page = feedback[s2][0].read_text(), feedback[s1][0].read_text()
+            assert "Late submission penalty (Score: -0.8)" in late_page, late_page[:3000]
+            assert "Late submission penalty" not in on_time_page
+            assert note in late_page and note not in on_time_page
+            assert f"handed in by {s2}" in late_page and f"handed in by {s1}" in on_time_page
+            assert not can_read(s1, feedback[s2][0]) and not can_read(s2, feedback[s1][0])
+            assert not can_read(s1, exchange / "feedback")   # the released files are not listed to students
+            # the exports: formgrader's Moodle download has the late score and says why
+            import csv
+            import io
+
+            csv_text = api.s.get(f"{svc}/export/moodle", timeout=60).text
+            rows = {r[0]: r[1:] for r in csv.reader(io.StringIO(csv_text))}
+            assert float(rows[s2][0]) == pytest.approx(7.2) and rows[s2][1] == "late: 0.8 point(s) off", csv_text
+            assert float(rows[s1][0]) == 8 and rows[s1][1] == "", csv_text
+        except Exception:
+            _save_failure(browser)
+            raise
+        finally:
+            browser.close()
+    print(f"a class on the hub: {time.monotonic() - t0:.0f} s after set-up")
