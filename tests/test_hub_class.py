@@ -228,8 +228,9 @@ def class_hub():
              "service_port": hubmod.free_port()}
     port = hubmod.free_port()
     try:
+        tomorrow = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)).strftime("%Y-%m-%d %H:%M")
         hub, _ = hubmod.setup(prefix, names_prefix=NP, demo=True, demo_password=PASSWORD, port=port,
-                              ip="127.0.0.1", ports=ports)
+                              ip="127.0.0.1", ports=ports, due={ASSIGNMENT: tomorrow})   # setup --due
         log = open(base / "hub.log", "wb")
         proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(REPO / "hub" / "jupyterhub_config.py")],
                                 cwd=hub.state, env=dict(os.environ, HUB_PREFIX=str(prefix)), stdout=log,
@@ -247,7 +248,7 @@ def class_hub():
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail("the hub did not start:\n" + (base / "hub.log").read_text()[-4000:])
             time.sleep(0.5)
-        yield {"hub": hub, "url": url, "log": base / "hub.log", "password": PASSWORD}
+        yield {"hub": hub, "url": url, "log": base / "hub.log", "password": PASSWORD, "due": tomorrow}
     finally:
         if proc is not None:
             _stop(proc, prefix / "state")
@@ -265,7 +266,8 @@ HUB_WHY_NOT = _hub_why_not()
 def test_a_class_on_the_hub_release_submit_late_forged_grade_feedback(class_hub):
     """One assignment (00_orientation) through a class on a real hub, in Chromium where a person clicks:
 
-    1. the instructor sets its due date (``hub due``; formgrader shows it) and presses **Release**;
+    1. the instructor sets its due date (``setup --due``, ``hub due``; formgrader shows it) and presses
+       **Release**;
     2. two students sign in (PAM passwords, their own OS accounts), **Fetch** it in the Assignments
        panel, answer (the sample answers of tests/samples/00_orientation/ada.py written into the
        fetched notebook), the first **Validate**\\s, both **Submit**: the first on time; then the due
@@ -319,8 +321,10 @@ def test_a_class_on_the_hub_release_submit_late_forged_grade_feedback(class_hub)
         uid = hubmod.pwd.getpwnam(user)
         os.chown(path, uid.pw_uid, uid.pw_gid)
 
-    # 1. the due date, tomorrow; formgrader shows it
-    tomorrow = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)).strftime("%Y-%m-%d %H:%M")
+    # 1. the due date, tomorrow (set-up's --due, then the `due` command, as the instructor would fix it)
+    tomorrow = class_hub["due"]
+    with Gradebook(gradebook) as gb:
+        assert gb.find_assignment(ASSIGNMENT).duedate == dt.datetime.strptime(tomorrow, "%Y-%m-%d %H:%M")
     assert f"{ASSIGNMENT} due {tomorrow}:00 UTC" in hub_cli("due", ASSIGNMENT, tomorrow)
 
     with sync_playwright() as p:
