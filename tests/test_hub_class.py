@@ -473,3 +473,39 @@ def test_a_class_on_the_hub_release_submit_late_forged_grade_feedback(class_hub)
         finally:
             browser.close()
     print(f"a class on the hub: {time.monotonic() - t0:.0f} s after set-up")
+
+
+# --------------------------------------------------------------------------- `grade` on a folder of its own
+
+@pytest.mark.slow
+def test_grade_on_another_folder_keeps_the_hand_in_time_and_the_late_penalty(tmp_path, monkeypatch):
+    """``python -m autograder grade`` on a ``submitted/`` folder outside its course folder (nbgrader's layout:
+    the notebook and ``timestamp.txt``): the hand-in time travels with the notebook, so a submission half a day
+    after the due date loses the course's 10 % of 8 points; one on time loses nothing. (Before, only the
+    notebooks were copied and nbgrader saw no late hand-in.)"""
+    from nbgrader.api import Gradebook
+
+    from instructor.grading import samples
+
+    ada = next(s for s in samples.load_samples(ASSIGNMENT) if s.student == "ada")
+    name, nb = samples.build_notebook(ada)
+    for student, stamp in (("late", "2026-01-01 12:00:00.000000 UTC"), ("ontime", "2025-12-31 23:00:00.000000 UTC")):
+        folder = tmp_path / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / name)
+        (folder / "timestamp.txt").write_text(stamp)
+    course = tmp_path / "course"
+    course.mkdir()
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))  # alembic
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        gb.update_or_create_assignment(ASSIGNMENT, duedate=dt.datetime(2026, 1, 1, 0, 0))
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    r = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "submitted"), "--workdir",
+                        str(course), "--out", str(tmp_path / "out"), "--no-progress", "--jobs", "1"], cwd=REPO,
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        late, ontime = (gb.find_submission(ASSIGNMENT, s) for s in ("late", "ontime"))
+        assert gb.find_assignment(ASSIGNMENT).duedate == dt.datetime(2026, 1, 1, 0, 0)
+        assert (late.score, late.late_submission_penalty) == (8, pytest.approx(0.8)), late.to_dict()
+        assert (ontime.score, ontime.late_submission_penalty) == (8, 0), ontime.to_dict()

@@ -480,17 +480,31 @@ def keep_lower(api, sub: Submission, verdicts: dict, res: Result) -> None:
         gb.db.commit()
 
 
+def _timestamp_of(sub: Submission) -> Path | None:
+    """The ``timestamp.txt`` next to the submission's notebooks (what nbgrader's submit writes and its late
+    penalty reads): a small regular file, not a link, or nothing."""
+    ts = sub.notebooks[0].parent / "timestamp.txt" if sub.notebooks else None
+    if ts is None or ts.is_symlink() or not ts.is_file() or ts.stat().st_size > 256:
+        return None
+    return ts
+
+
 def stage(sub: Submission, target: Path, workdir: Path, res: Result) -> None:
     """Put the submission where nbgrader looks for it, never losing anything already there.
 
     Grading the course's own ``submitted/`` folder copies nothing. A different earlier copy in the
-    way is moved to ``replaced_submissions/<time>/`` (reported), never deleted.
+    way is moved to ``replaced_submissions/<time>/`` (reported), never deleted. The submission's
+    ``timestamp.txt`` goes with its notebooks, so that nbgrader's late penalty sees when it was handed in.
     """
     if all(nb.parent.resolve() == target.resolve() for nb in sub.notebooks):
         return
+    ts = _timestamp_of(sub)
+    wanted = {sub.name_of(nb): nb for nb in sub.notebooks}
+    if ts is not None:
+        wanted["timestamp.txt"] = ts
     if target.exists():
-        same = sorted(p.name for p in target.iterdir()) == sorted(sub.name_of(nb) for nb in sub.notebooks) and all(
-            (target / sub.name_of(nb)).read_bytes() == nb.read_bytes() for nb in sub.notebooks)
+        same = sorted(p.name for p in target.iterdir()) == sorted(wanted) and all(
+            (target / name).read_bytes() == src.read_bytes() for name, src in wanted.items())
         if same:
             return
         backup = workdir / "replaced_submissions" / time.strftime("%Y%m%d-%H%M%S") / sub.student / sub.assignment
@@ -498,8 +512,9 @@ def stage(sub: Submission, target: Path, workdir: Path, res: Result) -> None:
         shutil.move(str(target), str(backup))
         res.notes.append(f"an earlier {target} was moved to {backup}")
     target.mkdir(parents=True)
+    for name, src in wanted.items():
+        shutil.copy2(src, target / name)
     for nb in sub.notebooks:
-        shutil.copy2(nb, target / sub.name_of(nb))
         if sub.name_of(nb) != nb.name:
             res.notes.append(f"{nb.name} was graded as {sub.name_of(nb)} (recognised by its cell ids)")
 
