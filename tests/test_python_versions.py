@@ -51,9 +51,14 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+#: The lock files: the course's, and the hub's (the dev and hub extras' JupyterHub, pinned apart so that
+#: Binder's environment.yml, made from constraints.txt, keeps Binder's own JupyterHub).
+LOCKS = (ROOT / "constraints.txt", ROOT / "hub" / "constraints-hub.txt")
+
+
 def _pins() -> dict[str, str]:
     pins = {}
-    for line in (ROOT / "constraints.txt").read_text().splitlines():
+    for line in "\n".join(p.read_text() for p in LOCKS).splitlines():
         m = re.match(r"^\s*([A-Za-z0-9_.\-]+)==([^\s#;]+)", line)
         if m:
             pins[_norm(m.group(1))] = m.group(2)
@@ -121,7 +126,7 @@ def _resolve(version: str, tmp: Path) -> dict:
     cmd += ["install", "--dry-run", "--ignore-installed", "--quiet", "--only-binary=:all:",
             "--python-version", full, "--implementation", "cp", *[a for p in PLATFORMS for a in ("--platform", p)],
             "--target", str(tmp / f"target-{version}"), "--index-url", INDEX, "--use-feature=fast-deps",
-            "-c", str(ROOT / "constraints.txt"), "-r", str(reqs), "--report", str(report)]
+            *[a for lock in LOCKS for a in ("-c", str(lock))], "-r", str(reqs), "--report", str(report)]
     started = time.monotonic()
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=RESOLVE_TIMEOUT, env=_pip_env(), cwd=tmp)
