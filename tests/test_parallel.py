@@ -51,7 +51,7 @@ def _orientation_class(tmp_path: Path, students: dict[str, str]) -> Path:
 def test_jobs_1_gives_the_same_scores_as_jobs_2(graded, tmp_path):
     """The session's grading ran with --jobs 2; grade the samples of two assignments again, one at a time."""
     incoming = tmp_path / "incoming"
-    chosen = [s for s in samples.load_samples() if s.assignment in EQUIVALENCE]
+    chosen = [s for s in samples.load_samples() if s.assignment in EQUIVALENCE and not s.student.startswith("tmp_")]
     for s in chosen:
         name, nb = samples.build_notebook(s)
         (incoming / s.student / s.assignment).mkdir(parents=True, exist_ok=True)
@@ -122,7 +122,8 @@ def test_a_dying_worker_is_retried_and_a_killer_is_flagged(tmp_path):
 def test_an_interrupted_batch_resumes_without_grading_anything_twice(tmp_path, jobs):
     incoming = tmp_path / "incoming"
     expected = {}
-    for s in samples.load_samples("00_orientation"):
+    # the class without the /tmp samples (they are test_order.py's, and the slowest to grade)
+    for s in [s for s in samples.load_samples("00_orientation") if not s.student.startswith("tmp_")]:
         name, nb = samples.build_notebook(s)
         (incoming / s.student / "00_orientation").mkdir(parents=True)
         nbformat.write(nb, incoming / s.student / "00_orientation" / name)
