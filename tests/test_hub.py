@@ -349,12 +349,18 @@ def test_the_sandbox_as_the_grader_account(deployed):
     A sandboxed process sees none of the course folder, no other home, no network."""
     hub = deployed["hub"]
     g = hub.names.grader_account
-    env = ["env", "-i", f"PATH={hub.env}/bin:/usr/bin:/bin", f"HOME=/home/{g}", "LANG=C.UTF-8"]
+    env = ["env", "-i", f"PATH={hub.env}/bin:/usr/bin:/bin", f"HOME=/home/{g}", "LANG=C.UTF-8",
+           "INPLACE_CANARY=grader-secret-7731"]   # stands for the hub token formgrader's environment held
     needs_user_namespaces(deployed)
     report = grader_sandbox_report(deployed)
     assert report["bubblewrap"] and not report["grader is root"], report
     sp = report["sandboxed process"]
     assert sp["capabilities"] == "0000000000000000" and sp["no_new_privs"], sp
+    # the host uid, measured outside by the owner of a file the probe made: the grader account, not
+    # the 0 that /proc/self/uid_map shows inside (the intermediate namespace's)
+    import pwd
+
+    assert sp["host uid"] == pwd.getpwnam(g).pw_uid and sp["uid_map's view"] == 0, sp
     code = ("import os, socket\n"
             f"for p in {[str(hub.course / 'gradebook.db'), str(hub.course / 'source'), str(hub.course / 'instructor' / 'hidden'), '/home/' + NP + 'student1', str(hub.state)]!r}:\n"
             "    print('SEEN' if os.path.exists(p) else 'ABSENT', p)\n"
@@ -363,7 +369,12 @@ def test_the_sandbox_as_the_grader_account(deployed):
             f"    s.connect(('127.0.0.1', {deployed['url'].rsplit(':', 1)[1]})); print('NET open')\n"
             "except OSError as e:\n"
             "    print('NET', type(e).__name__)\n"
-            "print('uid', os.getuid())\n")
+            "print('uid', os.getuid())\n"
+            "try:\n"
+            "    seen = open('/proc/1/environ', 'rb').read()\n"
+            "except OSError:\n"
+            "    seen = b''\n"
+            "print('PID1', 'CANARY' if b'grader-secret-7731' in seen else 'CLEAN')\n")
     script = ("import sys, tempfile, subprocess, os\n"
               "from pathlib import Path\n"
               "from instructor.grading import isolation\n"
@@ -375,6 +386,9 @@ def test_the_sandbox_as_the_grader_account(deployed):
     assert "SEEN" not in r.stdout and r.stdout.count("ABSENT") == 5, r.stdout + r.stderr
     assert "NET open" not in r.stdout and "NET " in r.stdout, r.stdout + r.stderr
     assert "uid 65534" in r.stdout, r.stdout + r.stderr
+    # bubblewrap is pid 1 in the sandbox and runs as the grader: it starts with an empty environment,
+    # so nothing of the grader's (a hub token) is at /proc/1/environ
+    assert "PID1 CLEAN" in r.stdout, r.stdout + r.stderr
 
 
 @needs_hub
@@ -446,7 +460,8 @@ def test_formgrader_from_the_hub_collects_and_autogrades_with_the_trusted_pipeli
     nbgrader("fetch_assignment", "00_orientation")
     # the submission prints what it can see of the grader: the environment of the sandbox's pid 1
     # (bubblewrap's own, which a non-root grader's sandbox can read)
-    probe = "print('PID1', open('/proc/1/environ').read().replace(chr(0), ' '))"
+    probe = ("import os; print('PID1', open('/proc/1/environ').read().replace(chr(0), ' ')); "
+             "print('CWD', os.getcwd())")
     r = as_user(me, str(hub.python), "-c",
                 "import nbformat, sys; p = sys.argv[1]; nb = nbformat.read(p, as_version=4); "
                 "nb.cells.insert(1, nbformat.v4.new_code_cell(sys.argv[2])); nbformat.write(nb, p)",
@@ -472,13 +487,14 @@ def test_formgrader_from_the_hub_collects_and_autogrades_with_the_trusted_pipeli
     assert graded.stat().st_uid == hubmod.pwd.getpwnam(hub.names.grader_account).pw_uid
     assert not can_read(me, graded)
     # what the submission printed goes back to the student as feedback: the hub's token for the
-    # formgrader service must not be in it (hub.jupyter_configs takes it out of the environment)
+    # formgrader service must not be in it. Two layers: hub.jupyter_configs takes it out of formgrader's
+    # environment, and bubblewrap (pid 1 there) starts with nothing but PATH (isolation.bwrap_argv)
     text = graded.read_text()
-    assert "PID1 " in text and f"JUPYTERHUB_SERVICE_NAME={hub.names.service}" in text, "the probe did not run"
+    assert "PID1 PATH=/usr/bin:/bin " in text, "the probe did not run, or pid 1 holds more than PATH"
     assert (hub.state / "service-token").read_text().strip() not in text
-    assert "JUPYTERHUB_API_TOKEN=" not in text and "JPY_API_TOKEN=" not in text
+    assert "JUPYTERHUB_" not in text and "JPY_API_TOKEN=" not in text
     # grading's workspaces were in the grader account's private folder, not in /tmp
-    assert f"TMPDIR={hub.root / 'grading-tmp'} " in text, text[-3000:]
+    assert f"CWD {hub.root / 'grading-tmp'}/" in text, text[-3000:]
     assert not can_read(me, hub.root / "grading-tmp") and can_read(hub.names.grader_account, hub.root / "grading-tmp")
     # Generate Feedback and Release Feedback; the student fetches their own, the other student sees none
     for action in ("generate_feedback", "release_feedback"):

@@ -165,12 +165,16 @@ inside, outside, _ = open("/proc/self/uid_map").read().split()[:3]
 closed = {}
 for p in ("/etc/shadow", "/root/.bashrc", "/root/.profile", "/proc/1/environ", "/etc/ssh/ssh_host_ed25519_key"):
     try:
-        open(p, "rb").read(1)
+        seen = open(p, "rb").read()
         closed[p] = "READABLE"
+        names = {v.split(b"=", 1)[0] for v in seen.split(b"\0") if v}
+        if p == "/proc/1/environ" and names <= {b"PATH"}:   # bubblewrap's own, started with nothing else
+            closed[p] = "readable, holds only PATH"
     except OSError as err:
         closed[p] = type(err).__name__
 vfs = os.statvfs("/tmp")
-print(json.dumps({"uid inside": os.getuid(), "host uid": int(outside) + os.getuid() - int(inside),
+open("owner-check", "w").close()   # its owner on the host is read from outside (the report's "host uid")
+print(json.dumps({"uid inside": os.getuid(), "uid_map's view": int(outside) + os.getuid() - int(inside),
                   "capabilities": st["CapEff"].strip(), "no_new_privs": st["NoNewPrivs"].strip() == "1",
                   "root's files": closed, "/tmp MiB": vfs.f_blocks * vfs.f_frsize >> 20}))
 """
@@ -203,6 +207,12 @@ def report(limits: "Limits | None" = None) -> dict:
                 out["sandboxed process"] = json.loads(r.stdout.strip().splitlines()[-1])
             except (ValueError, IndexError):
                 out["sandboxed process"] = {"error": (r.stderr or r.stdout)[-300:]}
+            # the host uid, measured outside: the owner of a file the sandboxed process made. (Read from
+            # inside, /proc/self/uid_map names the uid of the intermediate namespace that unprivileged
+            # bubblewrap nests, 0 there, not the host's.)
+            made = space / "run" / "owner-check"
+            if "error" not in out["sandboxed process"] and made.is_file() and not made.is_symlink():
+                out["sandboxed process"]["host uid"] = os.lstat(made).st_uid
     sp = out.get("sandboxed process", {})
     out["never root outside"] = bool(sp) and sp.get("host uid", 0) != 0 and \
         all(v != "READABLE" for v in sp.get("root's files", {"?": "READABLE"}).values())
