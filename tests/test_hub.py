@@ -140,6 +140,17 @@ def _stop(proc: subprocess.Popen, state: Path) -> None:
             pass
 
 
+def hub_base(prefix: str) -> Path:
+    """A new folder for a test hub (mode 0755), on the venv's file system where one is writable: the hub's
+    environment is a hard-link copy of this venv there (else a full copy)."""
+    here = os.stat(sys.prefix).st_dev
+    parent = next((d for d in ("/tmp", "/var/tmp", str(REPO.parent)) if os.path.isdir(d) and os.access(d, os.W_OK)
+                   and os.stat(d).st_dev == here), "/tmp")
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    os.chmod(base, 0o755)
+    return base
+
+
 @pytest.fixture(scope="module")
 def deployed():
     if WHY_NOT:
@@ -148,12 +159,7 @@ def deployed():
     for stale in ("student1", "student2", "instructor", "grader2", "inplace-grader", "r-ada", "ta3"):
         if hubmod.user_exists(NP + stale):
             pytest.fail(f"account {NP + stale} is left from an earlier run: userdel -r {NP + stale}")
-    # the environment is a hard-link copy of this venv where the two share a file system (else a full copy)
-    here = os.stat(sys.prefix).st_dev
-    parent = next((d for d in ("/tmp", "/var/tmp", str(REPO.parent)) if os.path.isdir(d) and os.access(d, os.W_OK)
-                   and os.stat(d).st_dev == here), "/tmp")
-    base = Path(tempfile.mkdtemp(prefix="icxt-hub-", dir=parent))
-    os.chmod(base, 0o755)
+    base = hub_base("icxt-hub-")
     prefix = base / "p"
     proc = None
     ports = {"hub_api_port": hubmod.free_port(), "proxy_api_port": hubmod.free_port(),

@@ -16,7 +16,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -210,18 +209,14 @@ def _remove_accounts(prefix: Path) -> None:
 def class_hub():
     """A hub as tests/test_hub.py's ``deployed`` makes it (set-up with demo accounts, locked down,
     JupyterHub on free ports), with this module's account names; removed afterwards, also on failure."""
-    from test_hub import PASSWORD, _proxy, _stop
+    from test_hub import PASSWORD, _proxy, _stop, hub_base
     import requests
 
     _proxy()
     for name in ACCOUNTS:
         if hubmod.user_exists(NP + name):
             pytest.fail(f"account {NP + name} is left from an earlier run: userdel -r {NP + name}")
-    here = os.stat(sys.prefix).st_dev
-    parent = next((d for d in ("/tmp", "/var/tmp", str(REPO.parent)) if os.path.isdir(d) and os.access(d, os.W_OK)
-                   and os.stat(d).st_dev == here), "/tmp")
-    base = Path(tempfile.mkdtemp(prefix="icxc-hub-", dir=parent))
-    os.chmod(base, 0o755)
+    base = hub_base("icxc-hub-")
     prefix = base / "p"
     proc = None
     ports = {"hub_api_port": hubmod.free_port(), "proxy_api_port": hubmod.free_port(),
