@@ -19,6 +19,10 @@ COURSE, ENV, EXCHANGE = PREFIX / "course", PREFIX / "env", PREFIX / "exchange"
 PYTHON = str(ENV / "bin" / "python")
 NP = hub["names_prefix"]
 GRADERS_GROUP, STUDENTS_GROUP = f"{NP}inplace-graders", f"{NP}inplace-students"
+GRADING_SOCKET = PREFIX / "grading-service" / "grading.sock"
+# Grading by the root-owned service (on unless HUB_GRADING_SERVICE=off: then formgrader grades as the
+# grader account, with bubblewrap unprivileged: docs/deploying.md compares the two)
+GRADING_SERVICE = os.environ.get("HUB_GRADING_SERVICE", "on").lower() not in ("off", "0", "no", "false")
 GRADER_ACCOUNT, SERVICE = f"{NP}inplace-grader", "inplace-course"
 # Servers run the environment under the prefix (readable by all), never the checkout's.
 SAFE_PATH = f"{ENV / 'bin'}:/usr/local/bin:/usr/bin:/bin"
@@ -89,6 +93,29 @@ c.JupyterHub.services = [{
         "PYTHONNOUSERSITE": "1",
     },
 }]
+if GRADING_SERVICE:
+    # Autograde and Generate Feedback send each submission to the root-owned grading service below
+    c.JupyterHub.services[0]["environment"]["COURSE_GRADING_SERVICE"] = str(GRADING_SOCKET)
+    # The root-owned grading service (instructor/grading/service.py): runs as the hub's user (root), from
+    # the checkout (root's, closed to students), and grades what the graders' group sends over a Unix
+    # socket: each submission as a reserved uid, in a cgroup, on a tmpfs of its own. No URL: the hub only
+    # starts and stops it.
+    # the checkout's own environment (the hub may run from another: TLJH's)
+    GRADING_PYTHON = os.environ.get("HUB_GRADING_PYTHON") or next(
+        (str(p) for p in [Path(hub["repo"]) / ".venv" / "bin" / "python"] if p.exists()), sys.executable)
+    c.JupyterHub.services.append({
+        "name": f"{SERVICE}-grading",
+        "command": [GRADING_PYTHON, "-m", "instructor.grading.service", "serve", "--socket", str(GRADING_SOCKET),
+                    "--group", GRADERS_GROUP, "--jobs", os.environ.get("HUB_GRADING_JOBS", "1")],
+        "cwd": hub["repo"],
+        "environment": {
+            "PATH": f"{Path(GRADING_PYTHON).parent}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "PYTHONNOUSERSITE": "1",
+            # its workspaces and pre-started sandboxes (folders of mode 0777 for the sandbox's uid) in a
+            # folder of root's that no other account may enter: students have shells on this machine
+            "TMPDIR": str(GRADING_SOCKET.parent / "tmp"),
+        },
+    })
 c.JupyterHub.load_groups = {f"formgrade-{SERVICE}": {"users": sorted(hub["graders"])}}
 c.JupyterHub.load_roles = [
     {"name": f"formgrade-{SERVICE}", "groups": [f"formgrade-{SERVICE}"],

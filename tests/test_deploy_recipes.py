@@ -129,7 +129,11 @@ def test_tljh_extra_config_is_the_hubs_formgrader_service(tmp_path, monkeypatch)
     c.JupyterHub.services = [{"name": "cull", "command": ["cull"]}]   # TLJH's own service stays
     c = run_config(TLJH / "jupyterhub_config.d" / "inplace_course.py", c=c)
     names = [s["name"] for s in c.JupyterHub.services]
-    assert names == ["cull", SERVICE]
+    assert names == ["cull", SERVICE, f"{SERVICE}-grading"]
+    grading = c.JupyterHub.services[2]
+    assert "user" not in grading and "url" not in grading  # root's, and no route through the proxy
+    assert grading["command"][1:5] == ["-m", "instructor.grading.service", "serve", "--socket"]
+    assert grading["command"][5] == str(prefix / "grading-service" / "grading.sock")
     svc = c.JupyterHub.services[1]
     # the one-machine hub's own definition, computed for the same prefix
     monkeypatch.setenv("HUB_PREFIX", str(prefix))

@@ -450,8 +450,9 @@ def test_roster_import_refuses_a_bad_class_list_by_file_and_line(deployed, tmp_p
 def test_formgrader_from_the_hub_collects_and_autogrades_with_the_trusted_pipeline(deployed):
     """Released to the exchange by the grader account; fetched and submitted by a student (nbgrader's
     own commands, as the student, with the hub's student config); Collect and Autograde pressed in
-    formgrader through the hub by the second grader: the course's pipeline grades it, the kernel in
-    bubblewrap, run by the grader account (not root)."""
+    formgrader through the hub by the second grader: formgrader (the grader account, not root) hands the
+    submission to the root-owned grading service the hub started (instructor/grading/service.py), which
+    grades it with the course's pipeline, the kernel in bubblewrap as a reserved uid; formgrader records it."""
     hub, url = deployed["hub"], deployed["url"]
     me = f"{NP}student1"
     needs_user_namespaces(deployed)
@@ -466,8 +467,9 @@ def test_formgrader_from_the_hub_collects_and_autogrades_with_the_trusted_pipeli
     nbgrader("fetch_assignment", "00_orientation")
     # the submission prints what it can see of the grader: the environment of the sandbox's pid 1
     # (bubblewrap's own, which a non-root grader's sandbox can read)
-    probe = ("import os; print('PID1', open('/proc/1/environ').read().replace(chr(0), ' ')); "
-             "print('CWD', os.getcwd())")
+    probe = ("import os\ntry:\n    seen = open('/proc/1/environ').read().replace(chr(0), ' ')\n"
+             "except OSError as err:\n    seen = type(err).__name__ + ' '\n"
+             "print('PID1', seen)\nprint('CWD', os.getcwd())\nprint('UID', os.getuid())")
     r = as_user(me, str(hub.python), "-c",
                 "import nbformat, sys; p = sys.argv[1]; nb = nbformat.read(p, as_version=4); "
                 "nb.cells.insert(1, nbformat.v4.new_code_cell(sys.argv[2])); nbformat.write(nb, p)",
@@ -488,20 +490,24 @@ def test_formgrader_from_the_hub_collects_and_autogrades_with_the_trusted_pipeli
     reply = r.json()
     assert r.status_code == 200 and reply["success"], reply
     assert "trusted pipeline" in reply["log"] and "kernel in the bubblewrap sandbox" in reply["log"], reply["log"]
+    assert "graded by the root-owned grading service" in reply["log"], reply["log"]
     assert f"{me}/00_orientation: 0/" in reply["log"], reply["log"]  # the untouched release earns nothing
     graded = hub.course / "autograded" / me / "00_orientation" / "00_orientation.ipynb"
     assert graded.stat().st_uid == hubmod.pwd.getpwnam(hub.names.grader_account).pw_uid
     assert not can_read(me, graded)
     # what the submission printed goes back to the student as feedback: the hub's token for the
     # formgrader service must not be in it. Two layers: hub.jupyter_configs takes it out of formgrader's
-    # environment, and bubblewrap (pid 1 there) starts with nothing but PATH (isolation.bwrap_argv)
+    # environment, and bubblewrap (pid 1 there) starts with nothing but PATH (isolation.bwrap_argv); graded
+    # by root's service, pid 1 is root's bubblewrap, which the submission cannot even read
     text = graded.read_text()
-    assert "PID1 PATH=/usr/bin:/bin " in text, "the probe did not run, or pid 1 holds more than PATH"
+    assert "PID1 PermissionError " in text or "PID1 PATH=/usr/bin:/bin " in text, text[-3000:]
     assert (hub.state / "service-token").read_text().strip() not in text
     assert "JUPYTERHUB_" not in text and "JPY_API_TOKEN=" not in text
-    # grading's workspaces were in the grader account's private folder, not in /tmp
-    assert f"CWD {hub.root / 'grading-tmp'}/" in text, text[-3000:]
-    assert not can_read(me, hub.root / "grading-tmp") and can_read(hub.names.grader_account, hub.root / "grading-tmp")
+    # the kernel ran as a reserved uid, neither root nor an account of the hub
+    printed = "".join("".join(o["text"]) if isinstance(o.get("text"), list) else o.get("text", "")
+                      for cell in json.loads(text)["cells"] for o in cell.get("outputs", []))
+    uid = int(printed.split("UID ", 1)[1].split()[0])
+    assert uid not in (0, hubmod.pwd.getpwnam(hub.names.grader_account).pw_uid), printed
     # Generate Feedback and Release Feedback; the student fetches their own, the other student sees none
     for action in ("generate_feedback", "release_feedback"):
         r = c.s.post(f"{svc}/api/assignment/00_orientation/{me}/{action}", headers={"X-XSRFToken": xsrf}, timeout=600)

@@ -270,7 +270,7 @@ def _recognised(nb, path: Path, assignment: str | None, root: Path) -> tuple[str
 
 def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progress: bool = True,
           root: Path = REPO, jobs: int = 1, force: bool = False, scheduler=None,
-          shared_disk: bool = True) -> list[Result]:
+          shared_disk: bool = True, service: str | None = None) -> list[Result]:
     """Autograde each submission in the course folder ``workdir`` (created if needed).
 
     The submitted files are copied to ``workdir/submitted/<student>/<assignment>/``; nbgrader
@@ -278,6 +278,8 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
     on its own: a crash is recorded in its :class:`Result` and the loop goes on. With ``jobs`` > 1 or
     a Dask ``scheduler`` the submissions go to workers (:mod:`.parallel`); ``shared_disk=False`` makes
     every worker grade in a private folder and this process record, as for workers on other machines.
+    ``service`` (default: ``COURSE_GRADING_SERVICE``): the socket of a root-owned grading service
+    (:mod:`.service`) that grades each submission; this process records.
     """
     from tqdm.auto import tqdm
 
@@ -309,10 +311,14 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
     if done:
         print(f"{len(done)} submission(s) unchanged since they were last graded: kept their grades "
               f"({len(todo)} to grade)", flush=True)
-    on_workers = (jobs > 1 and len(todo) > 1) or bool(scheduler and todo)
+    if service is None and scheduler is None:
+        from .service import configured
+
+        service = configured()
+    on_workers = (jobs > 1 and len(todo) > 1) or bool((scheduler or service) and todo)
     # --jobs: the workers start now, importing the grading code and starting their pre-started
     # sandboxes while this process prepares the course folder.
-    pool = start_workers(min(jobs, len(todo)), limits) if on_workers and not scheduler else None
+    pool = start_workers(min(jobs, len(todo)), limits) if on_workers and not (scheduler or service) else None
     try:
         api = nbgrader_api(workdir)
         if workdir == Path(root).resolve() and subs:
@@ -340,7 +346,7 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
     if on_workers:  # grade_parallel shuts the workers down
         grade_parallel([subs[i] for i in todo], workdir, jobs=jobs, feedback=feedback, progress=progress,
                        limits=limits, on_result=lambda k, res: on_result(todo[k], res), scheduler=scheduler,
-                       shared_disk=shared_disk, pool=pool)
+                       shared_disk=shared_disk and not service, pool=pool, service=service, root=root)
         return [done[i] for i in range(len(subs))]
     sandboxed_api = nbgrader_api(workdir, sandboxed=True)
     bar = tqdm(todo, desc="autograding", unit="notebook", disable=not progress, file=sys.stdout)

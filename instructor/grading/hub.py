@@ -132,6 +132,11 @@ class Hub:
     def python(self) -> Path:
         return self.env / "bin" / "python"
 
+    @property
+    def grading_socket(self) -> Path:
+        """The root-owned grading service's socket (:mod:`.service`), in a folder root's, group the graders."""
+        return self.root / "grading-service" / "grading.sock"
+
     def save(self) -> None:
         self.state.mkdir(parents=True, exist_ok=True)
         os.chmod(self.state, 0o700)
@@ -558,6 +563,16 @@ def lock_down(hub: Hub) -> None:
     scratch.mkdir(exist_ok=True)
     os.chown(scratch, uid, gid)
     os.chmod(scratch, 0o700)
+    # The root-owned grading service's socket: only root and the graders' group may reach it (the
+    # service makes the same folder when it starts, and checks each peer again).
+    service = hub.grading_socket.parent
+    service.mkdir(exist_ok=True)
+    os.chown(service, 0, gid)
+    os.chmod(service, 0o750)
+    service_tmp = service / "tmp"   # the service's TMPDIR: its workspaces (folders of mode 0777 inside)
+    service_tmp.mkdir(exist_ok=True)
+    os.chown(service_tmp, 0, 0)
+    os.chmod(service_tmp, 0o700)
     os.chmod(hub.root, 0o755)
     hub.state.mkdir(exist_ok=True)
     os.chown(hub.state, 0, 0)

@@ -301,11 +301,13 @@ def start_workers(workers: int, limits=None) -> ProcessPoolExecutor:
 
 def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback: bool, progress: bool,
                    limits, on_result=None, scheduler: str | None = None, shared_disk: bool = True,
-                   pool: ProcessPoolExecutor | None = None) -> list[Result]:
+                   pool: ProcessPoolExecutor | None = None, service: str | None = None,
+                   root: Path = REPO) -> list[Result]:
     """Grade ``subs`` with ``jobs`` worker processes (or on the Dask ``scheduler``); results in the order
     of ``subs``. ``shared_disk=False``: every worker grades in a private folder, as one on another
     machine would, and this process records. ``pool``: workers already started (:func:`start_workers`),
-    used for the first round and shut down here."""
+    used for the first round and shut down here. ``service``: the socket of a root-owned grading service
+    (:mod:`.service`), which grades every submission (``jobs`` at once); this process records."""
     from nbgrader.apps import NbGraderAPI
     from tqdm.auto import tqdm
 
@@ -374,7 +376,9 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
         return lost
 
     try:
-        if scheduler:
+        if service:
+            _run_service(service, subs, staged, jobs, finish, root)
+        elif scheduler:
             _run_dask(scheduler, subs, staged, config_text, limits, finish, shared=shared, feedback=feedback)
         else:
             _run_local(subs, staged, jobs, run_pool, finish)
@@ -401,6 +405,27 @@ def _run_local(subs, staged, jobs, run_pool, finish) -> None:
                              error=f"the submission killed its grading worker {attempt} times; not retried")
                 res.flags.append(res.error)
                 finish(i, res)
+
+
+def _run_service(path: str, subs, staged, jobs: int, finish, root: Path) -> None:
+    """Each submission graded by the root-owned grading service (:mod:`.service`), ``jobs`` requests at
+    once; each result recorded here, in this process, as it comes. A refusal (the service is not
+    running, the assignment differs from its copy) is that submission's error, not the batch's."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    from .service import ServiceError, grade_request
+
+    def one(i: int) -> Result:
+        try:
+            return grade_request(path, subs[i].student, subs[i].assignment,
+                                 {p.name: p.read_bytes() for p in staged[i][1]}, root=root)
+        except (ServiceError, OSError) as err:
+            return Result(subs[i].student, subs[i].assignment, ok=False, error=f"grading service: {err}")
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as threads:
+        futures = {threads.submit(one, i): i for i in longest_first(staged)}
+        for fut in as_completed(futures):
+            finish(futures[fut], fut.result())
 
 
 def _run_dask(scheduler, subs, staged, config_text, limits, finish, poll: float = 0.5, *, shared: dict | None = None,

@@ -45,6 +45,7 @@ from .limits import GIB, REPO, Limits, RunResult, apply_rlimits, describe_exit
 from .results import (MAX_NODES, MAX_PICKLE_BYTES, MAX_RECORDS, ResultTooLarge, check_loaded, check_result_file,
                       load_data)
 from .workspace import (WORKSPACE_PREFIXES, Workspace, can_bound_disk, clear_keyrings, give_to, open_log,
+                        private_parent,
                         new_session_keyring, sweep_leftovers)
 
 __all__ = [  # what callers use as ``sandbox.<name>``; each defined in the module that owns it
@@ -54,7 +55,7 @@ __all__ = [  # what callers use as ``sandbox.<name>``; each defined in the modul
     "sandboxed_execute_class", "source_key", "use_kernel_launcher", "write_kernelspec",
     "GIB", "REPO", "Limits", "RunResult", "apply_rlimits", "describe_exit",
     "MAX_NODES", "MAX_PICKLE_BYTES", "MAX_RECORDS", "ResultTooLarge", "check_loaded", "check_result_file", "load_data",
-    "WORKSPACE_PREFIXES", "Workspace", "can_bound_disk", "clear_keyrings", "give_to", "new_session_keyring", "open_log",
+    "WORKSPACE_PREFIXES", "Workspace", "private_parent", "can_bound_disk", "clear_keyrings", "give_to", "new_session_keyring", "open_log",
     "sweep_leftovers",
     "python", "report", "run", "status", "warn_if_unsandboxed",
 ]

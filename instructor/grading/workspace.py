@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -154,6 +155,22 @@ def _libc():
     return ctypes.CDLL(None, use_errno=True)
 
 
+def private_parent(base: Path) -> Path:
+    """``base/inplace-grading-<uid>``: a folder of this account's alone (0700), for workspaces that hold
+    folders of mode 0777 (the sandbox's uid writes there). In a shared ``/var/tmp`` any account could
+    otherwise reach them by path, and students may have shells on a hub. Bubblewrap binds what a run
+    needs under a fresh root, so the modes of the folders above do not matter inside."""
+    folder = Path(base) / f"inplace-grading-{os.geteuid()}"
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(folder, 0o700)
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        raise OSError(f"{folder}: not a folder of this account's (uid {os.geteuid()}): refusing to grade in it")
+    if st.st_mode & 0o777 != 0o700:
+        os.chmod(folder, 0o700, follow_symlinks=False)
+    return folder
+
+
 class Workspace:
     """The writable space of one submission, bounded as a whole.
 
@@ -223,7 +240,8 @@ def sweep_leftovers(min_age: float = 120.0, roots: list[Path] | None = None,
     cgroup right after making it), is removed; the kernel refuses to remove one that has a process.
     """
     gone = []
-    roots = roots if roots is not None else sorted({Path(tempfile.gettempdir()), Path("/var/tmp")})
+    if roots is None:
+        roots = sorted({Path(tempfile.gettempdir()), Path("/var/tmp"), Path("/var/tmp") / f"inplace-grading-{os.geteuid()}"})
     for root in roots:
         try:
             names = os.listdir(root)

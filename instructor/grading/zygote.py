@@ -187,8 +187,18 @@ class Zygote:
     def _make_area(self) -> None:
         if self.area is not None:
             return
-        # not under /tmp: the sandbox's /tmp is a folder of this area
-        parent = "/var/tmp" if os.path.isdir("/var/tmp") and os.access("/var/tmp", os.W_OK) else None
+        # not under /tmp: the sandbox's /tmp is a folder of this area. A TMPDIR elsewhere (a folder only
+        # the grader may enter: the hub's grading service) is used as it is.
+        import tempfile
+
+        chosen = Path(tempfile.gettempdir())
+        if chosen == Path("/tmp") or Path("/tmp") in chosen.parents:
+            chosen = Path("/var/tmp")
+        parent = None
+        if chosen.is_dir() and os.access(chosen, os.W_OK):
+            # the area holds folders of mode 0777 (the runs' uid writes there): in a folder of this
+            # account's alone, out of other accounts' reach (sandbox.private_parent)
+            parent = str(sandbox.private_parent(chosen)) if chosen == Path("/var/tmp") else str(chosen)
         self._space = sandbox.Workspace(self.limits, prefix="course-zygote-", parent=parent)
         self.area = self._space.__enter__()
         for name in ("bin", "home"):

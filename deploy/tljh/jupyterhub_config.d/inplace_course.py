@@ -56,8 +56,10 @@ service = course.JupyterHub.services[0]
 role = course.JupyterHub.load_roles[0]
 
 # Formgrader: the one-machine hub's service, unchanged (TLJH's hub runs as root, so it can start the
-# service as the grader account).
+# service as the grader account); and the root-owned grading service it hands submissions to, from the
+# checkout's environment (instructor/grading/service.py), when the one-machine hub's config has it.
 c.JupyterHub.services.append(service)
+c.JupyterHub.services.extend(course.JupyterHub.services[1:])
 # Who may open it: the graders named in graders.txt (TLJH names), through the same group and role.
 group = role["groups"][0]
 c.JupyterHub.load_groups = {group: {"users": graders(PREFIX)}}

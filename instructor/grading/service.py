@@ -1,0 +1,398 @@
+"""The root-owned grading service: formgrader, running as the grader account, hands it submissions.
+
+Graded as the grader account (a hub's formgrader), the sandbox is bubblewrap without privileges:
+the host identity of a submission is the grader account, memory and processes are per-process
+rlimits, and nothing bounds the disk (docs/deploying.md, "threat model"). Graded as root, each
+submission runs as a reserved uid, in a cgroup, on a tmpfs of its own. This service gives a hub the
+second without giving the grader account root:
+
+* **root runs it** (the hub starts it as a managed service, ``hub/jupyterhub_config.py``), from the
+  checkout (root's, closed to other accounts): its own code, its own ``source/`` and hidden checks, its
+  own ``nbgrader_config.py``. Nothing it imports or executes comes from the course folder the grader
+  account writes.
+* **a Unix socket** in a folder of root's, group the graders, 0750; the socket 0660. Each connection's
+  peer is checked again by its credentials (``SO_PEERCRED``): root, or an account in the graders' group
+  (looked up at each connection: a grader added later needs no restart).
+* **JSON both ways**, never pickle: a request names the student and the assignment and carries the
+  notebooks' bytes; the service reads no path the client names. Names are checked (no ``/``, no
+  leading dot); the assignment must be one of the checkout's; the client's copy of the assignment must
+  match the checkout's (a digest), or grading would use other hidden checks than the gradebook's.
+* **the same grading** as a Dask worker on another machine (:func:`.parallel.execute`): the submission
+  is graded in a private, root-owned course folder and the executed notebooks go back; the client (the
+  grader account's process) records them in its gradebook (:func:`.pipeline.record`). Root writes
+  nothing in the course folder.
+* grading workers are kept between requests (their pre-started sandboxes with them); a submission that
+  kills its worker is retried alone, on a fresh one, and flagged after two deaths.
+
+Command line::
+
+    sudo .venv/bin/python -m instructor.grading.service serve --socket /srv/inplace-hub/grading-service/grading.sock \\
+        --group inplace-graders [--jobs 2]
+    python -m instructor.grading.service report --socket PATH      # the service's sandbox, measured as it grades
+
+A grading process uses it when ``COURSE_GRADING_SERVICE`` names the socket (the hub sets it for
+formgrader): :func:`.course.grade` then sends every submission there.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import dataclasses
+import grp
+import hashlib
+import json
+import os
+import pwd
+import re
+import socket
+import stat
+import struct
+import sys
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = "COURSE_GRADING_SERVICE"
+MAX_REQUEST = 64 << 20          # a request (a submission's notebooks, base64): more is refused
+MAX_REPLY = 256 << 20
+MAX_NOTEBOOKS = 20
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+\-]{0,99}$")
+NOTEBOOK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+\- ]{0,150}\.ipynb$")
+MAX_WORKER_DEATHS = 2
+_HEADER = struct.Struct("!Q")
+
+
+class ServiceError(RuntimeError):
+    """The service could not be reached, refused the request, or answered something unreadable."""
+
+
+# --------------------------------------------------------------------------- framing (both sides)
+
+def send(sock: socket.socket, obj: dict) -> None:
+    data = json.dumps(obj).encode()
+    sock.sendall(_HEADER.pack(len(data)) + data)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    chunks, got = [], 0
+    while got < n:
+        chunk = sock.recv(min(n - got, 1 << 20))
+        if not chunk:
+            raise ServiceError("the connection closed before the whole message came")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def receive(sock: socket.socket, limit: int) -> dict:
+    (n,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size))
+    if n > limit:
+        raise ServiceError(f"a message of {n} bytes (at most {limit} are read)")
+    try:
+        obj = json.loads(_recv_exact(sock, n))
+    except ValueError as err:
+        raise ServiceError(f"not JSON: {err}") from None
+    if not isinstance(obj, dict):
+        raise ServiceError("not a JSON object")
+    return obj
+
+
+def peer(sock: socket.socket) -> tuple[int, int, int]:
+    """(pid, uid, gid) of the process at the other end, as the kernel saw it connect."""
+    return struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+
+
+def source_digest(root: Path, assignment: str) -> str:
+    """What identifies an assignment's source: every file of ``source/<assignment>/`` (names and bytes)."""
+    h = hashlib.sha256()
+    folder = Path(root) / "source" / assignment
+    for p in sorted(folder.rglob("*")):
+        rel = p.relative_to(folder)
+        if p.is_file() and not any(part in (".ipynb_checkpoints", "__pycache__") for part in rel.parts):
+            h.update(str(rel).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------- results as JSON
+
+def result_to_json(res) -> dict:
+    d = dataclasses.asdict(res)
+    d["feedback"], d["autograded"] = [], []   # the service's private paths mean nothing to the client
+    return d
+
+
+def result_from_json(d: dict):
+    from .pipeline import QuestionScore, Result
+
+    fields = {f.name for f in dataclasses.fields(Result)}
+    d = {k: v for k, v in d.items() if k in fields}
+    d["questions"] = [QuestionScore(**q) for q in d.get("questions", [])]
+    d["feedback"], d["autograded"] = [], []
+    return Result(**d)
+
+
+# --------------------------------------------------------------------------- the server (root)
+
+def allowed(uid: int, group: str | None, uids: set[int]) -> bool:
+    """Root, a uid named at start, or an account in the graders' ``group`` (looked up now)."""
+    if uid == 0 or uid in uids:
+        return True
+    if not group:
+        return False
+    try:
+        user = pwd.getpwuid(uid)
+        gid = grp.getgrnam(group).gr_gid
+    except KeyError:
+        return False
+    return gid == user.pw_gid or gid in os.getgrouplist(user.pw_name, user.pw_gid)
+
+
+def _check_request(req: dict, assignments: dict[str, str]) -> tuple[str, str, dict]:
+    student, assignment = req.get("student"), req.get("assignment")
+    if not isinstance(student, str) or not NAME.match(student):
+        raise ServiceError(f"student {student!r}: a name of letters, digits and _.@+- (not starting with . or -)")
+    if assignment not in assignments:
+        raise ServiceError(f"assignment {assignment!r} is not one of this service's: {', '.join(sorted(assignments))}")
+    if req.get("source_digest") != assignments[assignment]:
+        raise ServiceError(f"the course folder's source/{assignment} differs from the grading service's "
+                           f"({REPO / 'source' / assignment}): the service grades with its own copy and hidden "
+                           "checks. Copy the assignment there (or yours from there), then restart the service")
+    notebooks = req.get("notebooks")
+    if not isinstance(notebooks, dict) or not notebooks or len(notebooks) > MAX_NOTEBOOKS:
+        raise ServiceError(f"notebooks: 1 to {MAX_NOTEBOOKS} file names with their bytes (base64)")
+    out = {}
+    for name, data in notebooks.items():
+        if not isinstance(name, str) or not NOTEBOOK.match(name) or not isinstance(data, str):
+            raise ServiceError(f"notebook {name!r}: a plain .ipynb file name (no folder) with base64 bytes")
+        try:
+            out[name] = base64.b64decode(data, validate=True)
+        except ValueError:
+            raise ServiceError(f"notebook {name!r}: its bytes are not base64") from None
+    return student, assignment, out
+
+
+class Server:
+    """Grades what authorised peers send; one thread per connection, ``jobs`` grading workers."""
+
+    def __init__(self, path: Path, *, group: str | None, uids: set[int] = frozenset(), jobs: int = 1):
+        from . import course
+        from .sandbox import Limits
+
+        self.path, self.group, self.uids, self.jobs = Path(path), group, set(uids), max(1, jobs)
+        self.limits = Limits.from_config(course.load_config(REPO))
+        self.config_text = (REPO / "nbgrader_config.py").read_text() if (REPO / "nbgrader_config.py").is_file() else None
+        self.assignments = {a: source_digest(REPO, a) for a in course.assignments()}
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self.sock: socket.socket | None = None
+        self.stopping = threading.Event()
+
+    # ---------------------------------------------------------------- the socket
+    def bind(self) -> None:
+        """The socket in a folder of root's (group: the graders), made here; nothing in the way is followed."""
+        folder = self.path.parent
+        gid = grp.getgrnam(self.group).gr_gid if self.group else 0
+        folder.mkdir(mode=0o750, parents=True, exist_ok=True)
+        st = os.lstat(folder)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            raise ServiceError(f"{folder}: must be a folder of this service's account (uid {os.geteuid()}), "
+                               "not a link or another account's folder")
+        os.chown(folder, os.geteuid(), gid, follow_symlinks=False)
+        os.chmod(folder, 0o750)
+        with contextlib.suppress(FileNotFoundError):
+            st = os.lstat(self.path)
+            if not stat.S_ISSOCK(st.st_mode):
+                raise ServiceError(f"{self.path}: something other than a socket is in the way")
+            os.unlink(self.path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            sock.bind(str(self.path))
+        finally:
+            os.umask(old)
+        os.chown(self.path, os.geteuid(), gid, follow_symlinks=False)
+        os.chmod(self.path, 0o660)
+        sock.listen(16)
+        self.sock = sock
+
+    def serve_forever(self) -> None:
+        if self.sock is None:
+            self.bind()
+        self._start_pool()
+        print(f"grading service: {self.path} (group {self.group or '-'}; {self.jobs} worker(s); "
+              f"assignments {', '.join(sorted(self.assignments))})", flush=True)
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                break
+            threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.close()
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # ---------------------------------------------------------------- one connection
+    def handle(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                _pid, uid, _gid = peer(conn)
+                if not allowed(uid, self.group, self.uids):
+                    send(conn, {"error": f"uid {uid} may not use the grading service (only root and the group "
+                                         f"{self.group or '(none)'})"})
+                    return
+                req = receive(conn, MAX_REQUEST)
+                op = req.get("op")
+                if op == "hello":
+                    send(conn, {"ok": True, "uid": os.geteuid(), "assignments": self.assignments,
+                                "jobs": self.jobs, "repo": str(REPO)})
+                elif op == "report":
+                    from . import sandbox
+
+                    send(conn, {"ok": True, "report": sandbox.report(self.limits)})
+                elif op == "grade":
+                    student, assignment, notebooks = _check_request(req, self.assignments)
+                    res = self.grade(student, assignment, notebooks)
+                    send(conn, {"ok": True, "result": result_to_json(res)})
+                else:
+                    send(conn, {"error": f"unknown op {op!r} (hello, report, grade)"})
+            except (ServiceError, OSError, struct.error) as err:
+                with contextlib.suppress(OSError):
+                    send(conn, {"error": str(err)})
+
+    # ---------------------------------------------------------------- grading
+    def _start_pool(self) -> None:
+        from .parallel import start_workers
+
+        with self._lock:
+            if self._pool is None:
+                self._pool = start_workers(self.jobs, self.limits)
+
+    def grade(self, student: str, assignment: str, notebooks: dict):
+        from .parallel import execute, start_workers
+        from .pipeline import Result
+
+        args = (student, assignment, notebooks, self.config_text, dict(self.limits.__dict__), None, False)
+        self._start_pool()
+        pool = self._pool
+        try:
+            res = pool.submit(execute, *args).result()
+        except BrokenProcessPool:
+            # a worker died (this submission's, or another's beside it): a fresh pool for the others, and
+            # this one retried alone, so that only a submission that kills its worker again is blamed
+            with self._lock:
+                if self._pool is pool:
+                    self._pool = None
+            for attempt in range(1, MAX_WORKER_DEATHS + 1):
+                alone = start_workers(1, self.limits)
+                try:
+                    res = alone.submit(execute, *args).result()
+                    break
+                except BrokenProcessPool:
+                    if attempt == MAX_WORKER_DEATHS:
+                        res = Result(student, assignment, ok=False,
+                                     error=f"the submission killed its grading worker {attempt} times; not retried")
+                        res.flags.append(res.error)
+                finally:
+                    alone.shutdown(wait=False, cancel_futures=True)
+        res.notes.append(f"graded by the root-owned grading service ({self.path}), in a private folder")
+        return res
+
+
+# --------------------------------------------------------------------------- the client (grader account)
+
+def ask(path: str | Path, request: dict, *, timeout: float | None = None) -> dict:
+    """One request to the service at ``path``; its answer (raises :class:`ServiceError` on a refusal).
+    The answer is believed only from root (or this very account, for tests): a socket anyone else made
+    at that path is refused before anything is read."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        try:
+            sock.connect(str(path))
+        except OSError as err:
+            raise ServiceError(f"the grading service at {path} cannot be reached ({err.strerror or err}); is it "
+                               "running? (the hub starts it; or: sudo .venv/bin/python -m instructor.grading.service "
+                               "serve ...)") from None
+        _pid, uid, _gid = peer(sock)
+        if uid not in (0, os.geteuid()):
+            raise ServiceError(f"{path} is served by uid {uid}, not root: refused")
+        send(sock, request)
+        reply = receive(sock, MAX_REPLY)
+    finally:
+        sock.close()
+    if reply.get("error") or not reply.get("ok"):
+        raise ServiceError(f"the grading service refused: {reply.get('error') or reply}")
+    return reply
+
+
+def grade_request(path, student: str, assignment: str, notebooks: dict[str, bytes], root: Path = REPO):
+    """Grade one submission at the service; a :class:`.pipeline.Result` to record (``executed`` set)."""
+    reply = ask(path, {"op": "grade", "student": student, "assignment": assignment,
+                       "source_digest": source_digest(root, assignment),
+                       "notebooks": {Path(n).name: base64.b64encode(b).decode() for n, b in notebooks.items()}})
+    return result_from_json(reply["result"])
+
+
+def configured() -> str | None:
+    """The service's socket, when this grading process is to use one (``COURSE_GRADING_SERVICE``)."""
+    return os.environ.get(ENV) or None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m instructor.grading.service", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("serve", help="run the service (as root)")
+    s.add_argument("--socket", required=True, help="where to listen (its folder is made root's, group --group, 0750)")
+    s.add_argument("--group", help="the graders' group: its members may grade")
+    s.add_argument("--allow-uid", type=int, action="append", default=[], help="a uid that may grade (repeatable)")
+    s.add_argument("--jobs", type=int, default=1, help="grading workers (default 1)")
+    r = sub.add_parser("report", help="the service's sandbox, measured where it grades")
+    r.add_argument("--socket", default=configured(), required=configured() is None)
+    h = sub.add_parser("hello", help="is the service there, and what does it grade?")
+    h.add_argument("--socket", default=configured(), required=configured() is None)
+    args = parser.parse_args(argv)
+    if args.cmd == "serve":
+        if os.geteuid() != 0:
+            print("warning: not root: the service grades with the same sandbox as the grader account would "
+                  "(run it as root for a cgroup, a tmpfs and a reserved uid per submission)", file=sys.stderr)
+        tmp = os.environ.get("TMPDIR")
+        if tmp and not os.path.isdir(tmp):
+            os.makedirs(tmp, mode=0o700)  # the workspaces' folder: this account's alone
+        try:
+            server = Server(Path(args.socket), group=args.group, uids=set(args.allow_uid), jobs=args.jobs)
+            server.bind()
+        except (ServiceError, KeyError, OSError) as err:
+            print(f"error: {args.socket}: {err}", file=sys.stderr)
+            return 2
+        import signal
+
+        signal.signal(signal.SIGTERM, lambda *_: server.stop())
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.stop()
+        return 0
+    try:
+        reply = ask(args.socket, {"op": args.cmd})
+    except ServiceError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    reply.pop("ok", None)
+    print(json.dumps(reply.get("report", reply), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
