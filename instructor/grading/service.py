@@ -62,6 +62,7 @@ MAX_NOTEBOOKS = 20
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+\-]{0,99}$")
 NOTEBOOK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+\- ]{0,150}\.ipynb$")
 MAX_WORKER_DEATHS = 2
+REQUEST_SECONDS = 60.0          # to send a whole request, once connected
 _HEADER = struct.Struct("!Q")
 
 
@@ -250,7 +251,9 @@ class Server:
                     send(conn, {"error": f"uid {uid} may not use the grading service (only root and the group "
                                          f"{self.group or '(none)'})"})
                     return
+                conn.settimeout(REQUEST_SECONDS)    # a request that does not come does not hold a thread forever
                 req = receive(conn, MAX_REQUEST)
+                conn.settimeout(None)
                 op = req.get("op")
                 if op == "hello":
                     send(conn, {"ok": True, "uid": os.geteuid(), "assignments": self.assignments,
@@ -268,6 +271,9 @@ class Server:
             except (ServiceError, OSError, struct.error) as err:
                 with contextlib.suppress(OSError):
                     send(conn, {"error": str(err)})
+            except Exception as err:  # noqa: BLE001 - one bad request never ends the service
+                with contextlib.suppress(OSError):
+                    send(conn, {"error": f"the service failed on this request: {type(err).__name__}: {err}"})
 
     # ---------------------------------------------------------------- grading
     def _start_pool(self) -> None:
