@@ -24,6 +24,7 @@ from pathlib import Path
 from ..layout import (NB_EXT, REPO, assignments, gradebook_layout, load_config, notebook_owner,  # noqa: F401
                       source_notebooks)
 from .parallel import grade_parallel, start_workers
+from .service import configured as configured_service, submitter
 from .pipeline import (QuestionScore, Result, Submission, check_ok, failing_tests, grade_one,  # noqa: F401
                        nbgrader_api, prepare_environment, read_notebook, scores, stage,
                        write_atomically)
@@ -312,9 +313,7 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
         print(f"{len(done)} submission(s) unchanged since they were last graded: kept their grades "
               f"({len(todo)} to grade)", flush=True)
     if service is None and scheduler is None:
-        from .service import configured
-
-        service = configured()
+        service = configured_service()
     on_workers = (jobs > 1 and len(todo) > 1) or bool((scheduler or service) and todo)
     # --jobs: the workers start now, importing the grading code and starting their pre-started
     # sandboxes while this process prepares the course folder.
@@ -346,7 +345,8 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
     if on_workers:  # grade_parallel shuts the workers down
         grade_parallel([subs[i] for i in todo], workdir, jobs=jobs, feedback=feedback, progress=progress,
                        limits=limits, on_result=lambda k, res: on_result(todo[k], res), scheduler=scheduler,
-                       shared_disk=shared_disk and not service, pool=pool, service=service, root=root)
+                       shared_disk=shared_disk and not service, pool=pool,
+                       remote=submitter(service, root) if service else None)
         return [done[i] for i in range(len(subs))]
     sandboxed_api = nbgrader_api(workdir, sandboxed=True)
     bar = tqdm(todo, desc="autograding", unit="notebook", disable=not progress, file=sys.stdout)

@@ -301,13 +301,13 @@ def start_workers(workers: int, limits=None) -> ProcessPoolExecutor:
 
 def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback: bool, progress: bool,
                    limits, on_result=None, scheduler: str | None = None, shared_disk: bool = True,
-                   pool: ProcessPoolExecutor | None = None, service: str | None = None,
-                   root: Path = REPO) -> list[Result]:
+                   pool: ProcessPoolExecutor | None = None, remote=None) -> list[Result]:
     """Grade ``subs`` with ``jobs`` worker processes (or on the Dask ``scheduler``); results in the order
     of ``subs``. ``shared_disk=False``: every worker grades in a private folder, as one on another
     machine would, and this process records. ``pool``: workers already started (:func:`start_workers`),
-    used for the first round and shut down here. ``service``: the socket of a root-owned grading service
-    (:mod:`.service`), which grades every submission (``jobs`` at once); this process records."""
+    used for the first round and shut down here. ``remote``: grades one submission elsewhere
+    (``remote(student, assignment, {name: bytes}) -> Result``, :func:`.service.submitter`: the root-owned
+    grading service), ``jobs`` at once; this process records."""
     from nbgrader.apps import NbGraderAPI
     from tqdm.auto import tqdm
 
@@ -376,8 +376,8 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
         return lost
 
     try:
-        if service:
-            _run_service(service, subs, staged, jobs, finish, root)
+        if remote is not None:
+            _run_remote(remote, subs, staged, jobs, finish)
         elif scheduler:
             _run_dask(scheduler, subs, staged, config_text, limits, finish, shared=shared, feedback=feedback)
         else:
@@ -407,19 +407,16 @@ def _run_local(subs, staged, jobs, run_pool, finish) -> None:
                 finish(i, res)
 
 
-def _run_service(path: str, subs, staged, jobs: int, finish, root: Path) -> None:
-    """Each submission graded by the root-owned grading service (:mod:`.service`), ``jobs`` requests at
-    once; each result recorded here, in this process, as it comes. A refusal (the service is not
-    running, the assignment differs from its copy) is that submission's error, not the batch's."""
+def _run_remote(remote, subs, staged, jobs: int, finish) -> None:
+    """Each submission graded by ``remote`` (the root-owned grading service), ``jobs`` at once; each
+    result recorded here, in this process, as it comes. A refusal (the service is not running, the
+    assignment differs from its copy) is that submission's error, not the batch's."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
-
-    from .service import ServiceError, grade_request
 
     def one(i: int) -> Result:
         try:
-            return grade_request(path, subs[i].student, subs[i].assignment,
-                                 {p.name: p.read_bytes() for p in staged[i][1]}, root=root)
-        except (ServiceError, OSError) as err:
+            return remote(subs[i].student, subs[i].assignment, {p.name: p.read_bytes() for p in staged[i][1]})
+        except Exception as err:  # noqa: BLE001 - reported per submission
             return Result(subs[i].student, subs[i].assignment, ok=False, error=f"grading service: {err}")
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as threads:

@@ -179,13 +179,13 @@ class Server:
     """Grades what authorised peers send; one thread per connection, ``jobs`` grading workers."""
 
     def __init__(self, path: Path, *, group: str | None, uids: set[int] = frozenset(), jobs: int = 1):
-        from . import course
+        from ..layout import assignments, load_config
         from .sandbox import Limits
 
         self.path, self.group, self.uids, self.jobs = Path(path), group, set(uids), max(1, jobs)
-        self.limits = Limits.from_config(course.load_config(REPO))
+        self.limits = Limits.from_config(load_config(REPO))
         self.config_text = (REPO / "nbgrader_config.py").read_text() if (REPO / "nbgrader_config.py").is_file() else None
-        self.assignments = {a: source_digest(REPO, a) for a in course.assignments()}
+        self.assignments = {a: source_digest(REPO, a) for a in assignments()}
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
         self.sock: socket.socket | None = None
@@ -347,6 +347,11 @@ def grade_request(path, student: str, assignment: str, notebooks: dict[str, byte
                        "source_digest": source_digest(root, assignment),
                        "notebooks": {Path(n).name: base64.b64encode(b).decode() for n, b in notebooks.items()}})
     return result_from_json(reply["result"])
+
+
+def submitter(path, root: Path = REPO):
+    """What :func:`.parallel.grade_parallel` calls per submission to have the service at ``path`` grade it."""
+    return lambda student, assignment, notebooks: grade_request(path, student, assignment, notebooks, root=root)
 
 
 def configured() -> str | None:
