@@ -80,6 +80,17 @@ def graded(tmp_path_factory) -> dict:
     return results
 
 
+def pytest_collection_finish(session):
+    """Start what only waits on the network (pip resolving the pins on PyPI, about a minute) as soon as
+    its tests are collected, so that it runs while the other tests do."""
+    for item in session.items:
+        module = getattr(item, "module", None)
+        if module is not None and module.__name__.endswith("test_python_versions") and \
+                item.get_closest_marker("network") is not None and hasattr(module, "start_in_background"):
+            module.start_in_background()
+            break
+
+
 def pytest_terminal_summary(terminalreporter):
     """Print the mutation score per graded function when the mutation tests ran."""
     mod = sys.modules.get("tests.test_mutation") or sys.modules.get("test_mutation")

@@ -72,7 +72,10 @@ try:
 except OSError as e:
     print(json.dumps({"connect": type(e).__name__})); sys.exit(0)
 data = json.dumps({"op": "hello"}).encode()
-s.sendall(struct.pack("!Q", len(data)) + data)
+try:
+    s.sendall(struct.pack("!Q", len(data)) + data)
+except OSError:
+    pass  # refused before the request was read: the answer is still there to read
 head = s.recv(8)
 n = struct.unpack("!Q", head)[0]
 body = b""

@@ -5,7 +5,8 @@ One class of three: an honest notebook whose every answer goes through temporary
 ``torch.save`` to a path, ``NamedTemporaryFile``, ``savefig('/tmp/…')``, a cache under ``$HOME``), the
 plain model answers, and a notebook that sets traps in ``/tmp`` for whoever comes next (names taken, a
 daemon keeping them taken, a key in its uid's keyring). Graded in three orders, with ``--jobs 1`` and
-``--jobs 2``, with the pre-started sandbox on and off: every score, status, flag and verdict is the same.
+``--jobs 2``, with the pre-started sandbox on and off, two gradings at a time: every score, status, flag
+and verdict is the same.
 (Before the fix, a worker's second submission found its sandbox's ``/tmp`` deleted, and the honest
 notebook lost points graded anywhere but first.)
 """
@@ -17,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -77,15 +79,22 @@ def test_scores_and_verdicts_do_not_depend_on_order_jobs_or_the_pre_started_sand
     zygote_modes = {"on": {}, "off": {"COURSE_ZYGOTE": "off"}}
     if not zygote.enabled(sandbox.Limits()):
         zygote_modes.pop("on")  # this machine has no pre-started sandbox to switch on
-    results = {}
+    cases = []
     for order in ORDERS:
         incoming = _class(tmp_path / "-".join(order), order)
-        for mode, env in zygote_modes.items():
-            for jobs in (1, 2):
-                run = _grade(incoming, tmp_path / "-".join(order) / f"{mode}-{jobs}", jobs, env)
-                if jobs == 1:
-                    assert run["_order"] == list(order), "the batch was not graded in the order this case is about"
-                results[(order, mode, jobs)] = _without_order(run)
+        cases += [(order, mode, jobs, incoming) for mode in zygote_modes for jobs in (1, 2)]
+
+    def grade(case) -> dict:
+        order, mode, jobs, incoming = case
+        run = _grade(incoming, tmp_path / "-".join(order) / f"{mode}-{jobs}", jobs, zygote_modes[mode])
+        if jobs == 1:
+            assert run["_order"] == list(order), "the batch was not graded in the order this case is about"
+        return _without_order(run)
+
+    # Two gradings at a time (each its own course folder, as two instructors' on one machine): a
+    # --jobs 1 grading leaves a core idle, and a score must not depend on what else the machine runs.
+    with ThreadPoolExecutor(2) as pool:
+        results = dict(zip([c[:3] for c in cases], pool.map(grade, cases)))
     first = next(iter(results.values()))
     assert set(first) == set(CLASS)
     assert first["tmp_user"]["status"] == "graded" and first["tmp_user"]["flags"] == ""

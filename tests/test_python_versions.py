@@ -138,18 +138,43 @@ def _resolve(version: str, tmp: Path) -> dict:
             "report": json.loads(report.read_text()) if rc == 0 and report.exists() else None}
 
 
-@pytest.fixture(scope="module")
-def resolutions(tmp_path_factory):
-    """The three resolutions, run at the same time (each waits on the network, not the CPU)."""
+_BACKGROUND: dict = {}
+
+
+def _resolve_all(tmp: Path) -> dict:
+    """The three resolutions, run at the same time (each waits on the network, not the CPU); or why PyPI
+    cannot be reached."""
     why = _pypi_reachable()
     if why:
-        if IN_CI:
-            pytest.fail(why + " (CI must reach PyPI)")
-        pytest.skip(why)
-    tmp = tmp_path_factory.mktemp("resolve")
+        return {"unreachable": why}
     with ThreadPoolExecutor(len(TARGETS)) as pool:
         futures = {v: pool.submit(_resolve, v, tmp) for v in TARGETS}
         return {v: f.result() for v, f in futures.items()}
+
+
+def start_in_background() -> None:
+    """Called by conftest.py once the session's tests are collected, when these are among them: the
+    resolutions (about a minute of waiting on PyPI) run while the other tests do."""
+    import atexit
+    import tempfile
+
+    if "future" not in _BACKGROUND:
+        tmp = Path(tempfile.mkdtemp(prefix="resolve-"))
+        atexit.register(shutil.rmtree, tmp, True)
+        _BACKGROUND["future"] = ThreadPoolExecutor(1).submit(_resolve_all, tmp)
+
+
+@pytest.fixture(scope="module")
+def resolutions(tmp_path_factory):
+    if "future" in _BACKGROUND:
+        got = _BACKGROUND["future"].result()
+    else:
+        got = _resolve_all(tmp_path_factory.mktemp("resolve"))
+    if "unreachable" in got:
+        if IN_CI:
+            pytest.fail(got["unreachable"] + " (CI must reach PyPI)")
+        pytest.skip(got["unreachable"])
+    return got
 
 
 @pytest.mark.network
