@@ -348,3 +348,20 @@ def test_other_accounts_cannot_reach_the_service_s_workspaces(running, accounts)
     finally:
         worker.join(timeout=120)
     assert got["res"].ok, got["res"].error
+
+
+def test_without_the_service_each_submission_says_so_and_nothing_is_graded_as_someone_else(tmp_path):
+    """The socket names a service that is not running: every submission gets an error that says what
+    to start, no grading falls back to this account's own sandbox, and the batch still ends."""
+    if WHY_NOT is not None:
+        pytest.skip(WHY_NOT)
+    from instructor.grading import course
+
+    incoming = _incoming(tmp_path / "incoming", ("ada", "ben"))
+    subs, problems = course.collect_submissions(incoming)
+    assert len(subs) == 2 and not problems
+    results = course.grade(subs, tmp_path / "course", progress=False, service=str(tmp_path / "nowhere.sock"))
+    for res in results:
+        assert not res.ok and not res.sandboxed, res
+        assert "cannot be reached" in res.error and "is it running?" in res.error, res.error
+    assert not list((tmp_path / "course").glob("autograded/*/*/*.ipynb"))
