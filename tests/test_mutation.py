@@ -15,9 +15,22 @@ from instructor.hidden.mutation import mutation_table, run_mutants
 RESULTS: list = []
 
 
+@pytest.fixture(scope="module")
+def judged() -> dict:
+    """Every assignment's mutants, judged in two fresh processes at once (each judges in-process, on one
+    core; the slowest assignment first)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    order = sorted(ASSIGNMENT_MODULES, key=lambda a: a != "03_yolo_head")
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {a: pool.submit(run_mutants, [a]) for a in order}
+        return {a: f.result() for a, f in futures.items()}
+
+
 @pytest.mark.parametrize("assignment", list(ASSIGNMENT_MODULES))
-def test_no_mutant_survives(assignment):
-    results = run_mutants([assignment])
+def test_no_mutant_survives(judged, assignment):
+    results = judged[assignment]
     RESULTS.extend(results)
     assert results, f"{assignment} declares no mutants"
     bad = [r for r in results if not r.ok]
