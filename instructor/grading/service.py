@@ -61,7 +61,6 @@ MAX_REPLY = 256 << 20
 MAX_NOTEBOOKS = 20
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+\-]{0,99}$")
 NOTEBOOK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+\- ]{0,150}\.ipynb$")
-MAX_WORKER_DEATHS = 2
 REQUEST_SECONDS = 60.0          # to send a whole request, once connected
 _HEADER = struct.Struct("!Q")
 
@@ -284,7 +283,7 @@ class Server:
                 self._pool = start_workers(self.jobs, self.limits)
 
     def grade(self, student: str, assignment: str, notebooks: dict):
-        from .parallel import execute, start_workers
+        from .parallel import MAX_WORKER_DEATHS, execute, start_workers
         from .pipeline import Result
 
         args = (student, assignment, notebooks, self.config_text, dict(self.limits.__dict__), None, False)
