@@ -6,6 +6,10 @@ STAMP  := $(VENV)/.installed
 # nbgrader shells out to alembic and Jupyter starts kernels by name: both must find the venv first.
 export PATH := $(BIN):$(PATH)
 export PYTHONHASHSEED := 0
+# make test runs the suite on two pytest workers (pytest-xdist): many tests wait on a browser, a hub or
+# a network more than they compute, and one worker left a core idle a third of the time. Each test file
+# is one group, the session's grading another (tests/conftest.py); PYTEST_PARALLEL= runs it in one.
+PYTEST_PARALLEL ?= -n 2 --dist loadscope --no-loadscope-reorder
 
 .PHONY: help setup demo test test-fast lab lab-instructor release selfgrade lock train screenshots clean bench bench-grading sandbox-check gpu-check
 
@@ -43,7 +47,7 @@ demo: setup
 	$(BIN)/python -m autograder demo $(DEMO_ARGS)
 
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL)
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow and not browser"

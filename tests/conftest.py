@@ -80,9 +80,73 @@ def graded(tmp_path_factory) -> dict:
     return results
 
 
+#: The test files that take longest (seconds alone on the 2-core VM, 3 December 2026, in brackets), the
+#: session's grading of every sample first. Under ``make test`` two pytest workers (pytest-xdist) take
+#: whole groups in this order (:func:`pytest_xdist_make_scheduler`), so that neither ends long after
+#: the other. A group is a test file, but for the files that use the session's grading (``graded``):
+#: they are one group, so that it runs once.
+LONGEST_FIRST = (
+    "graded",                     # test_parallel, test_pipeline, test_visible (about 370)
+    "test_order.py",              # (157)
+    "test_hostile.py",            # (111)
+    "test_hub_class.py",          # (94)
+    "test_cli.py",                # (74)
+    "test_hub.py",                # (65)
+    "test_binder.py",             # (63)
+    "test_zygote.py",             # (59)
+    "test_exchange.py",           # (49)
+    "test_exchange_gui.py",       # (48)
+    "test_browser.py",            # (47)
+    "test_grading_service.py",    # (47)
+    "test_exchange_collect.py",   # (44)
+)
+#: The files whose tests use the session's grading (``graded``); checked at every collection.
+GRADED_FILES = ("test_parallel.py", "test_pipeline.py", "test_visible.py")
+
+
+def xdist_worker() -> str | None:
+    """This process's name when it is one of pytest-xdist's workers (gw0, gw1, ...), else None."""
+    return os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def group_of(nodeid: str) -> str:
+    """The group of a test (by its node id): ``graded`` for the files of :data:`GRADED_FILES`, else its
+    file. A group runs whole on one worker: a module's fixtures are set up once, the session's grading
+    once."""
+    name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    return "graded" if name in GRADED_FILES else name
+
+
+def pytest_collection_modifyitems(config, items):
+    strays = sorted({item.nodeid.split("::", 1)[0] for item in items if "graded" in getattr(item, "fixturenames", ())
+                     and group_of(item.nodeid) != "graded"})
+    if strays:  # it would be graded once more on the other worker, in parallel: add the file to the list
+        raise pytest.UsageError(f"tests/conftest.py: {', '.join(strays)} use the session's grading (graded) "
+                                "but are not in GRADED_FILES")
+    if xdist_worker() is not None:  # every worker sorts alike: xdist checks that their collections agree
+        rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))  # stable: file order otherwise
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Whole groups (:func:`group_of`) to a worker, in the order collected (``--no-loadscope-reorder``).
+    (xdist's own ``--dist loadgroup`` marks do not reach node ids under pytest 9.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return ByGroup(config, log)
+
+
 def pytest_collection_finish(session):
     """Start what only waits on the network (pip resolving the pins on PyPI, about a minute) as soon as
-    its tests are collected, so that it runs while the other tests do."""
+    its tests are collected, so that it runs while the other tests do. Not in xdist's workers: each
+    collects every test, and only one runs these (there the other worker's tests overlap it anyway)."""
+    if xdist_worker() is not None:
+        return
     for item in session.items:
         module = getattr(item, "module", None)
         if module is not None and module.__name__.endswith("test_python_versions") and \
@@ -91,12 +155,36 @@ def pytest_collection_finish(session):
             break
 
 
-def pytest_terminal_summary(terminalreporter):
-    """Print the mutation score per graded function when the mutation tests ran."""
+def _mutation_table() -> str:
     mod = sys.modules.get("tests.test_mutation") or sys.modules.get("test_mutation")
     results = getattr(mod, "RESULTS", None) if mod else None
-    if results:
-        from instructor.hidden.mutation import mutation_table
+    if not results:
+        return ""
+    from instructor.hidden.mutation import mutation_table
 
-        terminalreporter.write_sep("=", "mutation score of the hidden checks")
-        terminalreporter.write_line(mutation_table(results))
+    return mutation_table(results)
+
+
+_FROM_WORKERS: list[str] = []
+
+
+def pytest_sessionfinish(session):
+    """In an xdist worker: hand the mutation table to the main process, which prints the summary."""
+    table = _mutation_table()
+    if table and hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["mutation_table"] = table
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    table = getattr(node, "workeroutput", {}).get("mutation_table")
+    if table:
+        _FROM_WORKERS.append(table)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print the mutation score per graded function when the mutation tests ran."""
+    for table in [_mutation_table()] + _FROM_WORKERS:
+        if table:
+            terminalreporter.write_sep("=", "mutation score of the hidden checks")
+            terminalreporter.write_line(table)
