@@ -30,7 +30,7 @@ import nbformat
 from ..hidden import Check, Verdict, checks_for, judge_results, probe_source
 from ..hidden.probe_driver import timed_out
 from ..layout import REPO, is_test_cell, nbgrader_meta, test_cell_ids
-from . import sandbox, zygote
+from . import demonstrations, sandbox, zygote
 
 DRIVER = Path(__file__).resolve().parents[1] / "hidden" / "probe_driver.py"
 MAX_RERUNS = 3
@@ -46,6 +46,7 @@ class Confirmation:
     sandboxed: bool = False
     hung_cells: list[str] = field(default_factory=list)  # sources of cells that ran into the cell limit
     hung_tests: list[str] = field(default_factory=list)  # test cells whose function never returned
+    skipped: list[str] = field(default_factory=list)  # sources of the demonstrations left out (.demonstrations)
 
     def as_json(self) -> dict:
         return {gid: v.as_json() for gid, v in self.verdicts.items()}
@@ -285,20 +286,35 @@ def with_error_output(why: str, tail: str) -> str:
 
 
 def confirm(nb, assignment: str, *, limits=None, workdir: Path | None = None,
-            use_sandbox: bool = True, wanted: list[str] | None = None) -> Confirmation:
-    """Verdicts for the graded test cells ``wanted`` (default: those of ``nb``, a canonical notebook)."""
+            use_sandbox: bool = True, wanted: list[str] | None = None,
+            skip_demonstrations: bool = True) -> Confirmation:
+    """Verdicts for the graded test cells ``wanted`` (default: those of ``nb``, a canonical notebook).
+
+    The course's demonstration cells that nothing else reads are left out (:mod:`.demonstrations`);
+    ``skip_demonstrations=False`` runs them too."""
     t0 = time.perf_counter()
     wanted = set(wanted if wanted is not None else test_cell_ids(nb))
     checks = [c for c in checks_for(assignment) if c.grade_id in wanted]
     case_lists = [c.cases() for c in checks]
     limits = limits or sandbox.Limits.from_config()
-    results, flags, sandboxed, hung = run_probes(confirmation_cells(nb), checks, case_lists, limits=limits,
+    cells = confirmation_cells(nb)
+    skipped = []
+    probe_reads = demonstrations.probe_names([probe_source(c) for c in checks]) if skip_demonstrations else None
+    if probe_reads is not None:  # None: a probe may read any name, so every demonstration runs
+        probe_reads |= {c.function for c in checks}
+        for i in demonstrations.skippable(cells, demonstrations.demonstration_sources(assignment), probe_reads):
+            skipped.append(cells[i])
+            cells[i] = demonstrations.PLACEHOLDER
+    results, flags, sandboxed, hung = run_probes(cells, checks, case_lists, limits=limits,
                                                  cell_limits=confirmation_cell_limits(nb, limits.cell_seconds,
                                                                                       course_cell_sources(assignment)),
                                                  workdir=workdir, use_sandbox=use_sandbox)
-    conf = Confirmation(flags=flags, sandboxed=sandboxed, hung_cells=hung,
-                        hung_tests=[gid for gid, got in results.items()
-                                    if isinstance(got, list) and any(map(timed_out, got))])
+    hung_tests = [gid for gid, got in results.items() if isinstance(got, list) and any(map(timed_out, got))]
+    if skipped and (hung or hung_tests):
+        # A function never returned. The demonstrations left out here call the student's functions too:
+        # the kernel run gives them the short limit of a cell seen hanging, not the full one.
+        hung = hung + [s for s in skipped if s not in hung]
+    conf = Confirmation(flags=flags, sandboxed=sandboxed, hung_cells=hung, hung_tests=hung_tests, skipped=skipped)
     for check, cases in zip(checks, case_lists):
         got = results.get(check.grade_id)
         try:
@@ -328,6 +344,8 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("--samples", metavar="ASSIGNMENT", help="check every sample of ASSIGNMENT")
     parser.add_argument("--only", nargs="*", help="with --samples: only these students")
     parser.add_argument("--no-sandbox", action="store_true")
+    parser.add_argument("--run-demonstrations", action="store_true",
+                        help="run the course's demonstration cells too (by default left out when nothing reads them)")
     args = parser.parse_args(argv)
     status = 0
     items = []
@@ -338,8 +356,9 @@ def _main(argv: list[str]) -> int:
     for p in args.notebooks:
         items.append((p, nbformat.read(p, as_version=4), notebook_owner()[Path(p).name], None))
     for label, nb, assignment, sample in items:
-        conf = confirm(nb, assignment, use_sandbox=not args.no_sandbox)
-        print(f"== {label}  ({conf.seconds:.1f} s, sandboxed={conf.sandboxed})")
+        conf = confirm(nb, assignment, use_sandbox=not args.no_sandbox, skip_demonstrations=not args.run_demonstrations)
+        print(f"== {label}  ({conf.seconds:.1f} s, sandboxed={conf.sandboxed}, "
+              f"demonstrations left out: {len(conf.skipped)})")
         for flag in conf.flags:
             print(f"   flag: {flag}")
         for gid, v in conf.verdicts.items():
