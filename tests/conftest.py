@@ -130,7 +130,8 @@ def pytest_collection_modifyitems(config, items):
                      and group_of(item.nodeid) != "graded"})
     if strays:  # it would be graded once more on the other worker, in parallel: add the file to the list
         raise pytest.UsageError(f"tests/conftest.py: {', '.join(strays)} use the session's grading (graded) "
-                                "but are not in GRADED_FILES")
+                                "but are not in GRADED_FILES: add them to GRADED_FILES in tests/conftest.py, "
+                                "so that the grading runs once, on one worker")
     if xdist_worker() is not None:  # every worker sorts alike: xdist checks that their collections agree
         rank = {name: k for k, name in enumerate(BOTH_CORES + ONE_CORE_FIRST)}
         items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))  # stable: file order otherwise

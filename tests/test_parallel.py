@@ -207,3 +207,16 @@ def test_the_bench_says_when_the_first_submission_began_and_the_last_ended():
     assert line == "the first submission began 3.5 s after the start, the last ended 6.5 s before the end", line
     assert bench.edges([Result("c", "x", ok=False)], 0.0, 1.0) == "no submission was graded"
 
+
+
+def test_the_bench_measures_what_n_cores_give_at_the_moment(monkeypatch):
+    """The probe runs alone in this process, then in N child processes at once: N x alone / the slowest
+    child. Here the loop "takes" 1 s alone and 2 s in a child (a child is another process)."""
+    import os
+
+    from instructor.grading import bench
+
+    parent = os.getpid()
+    monkeypatch.setattr(bench, "speed_probe", lambda: 1.0 if os.getpid() == parent else 2.0)
+    assert bench.pair_probe(2) == 1.0   # two at once, each half as fast: one core's worth
+    assert bench.pair_probe(3) == 1.5

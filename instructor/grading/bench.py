@@ -71,6 +71,23 @@ def speed_probe() -> float:
     return time.perf_counter() - t0
 
 
+def _probe_in_child(_: int) -> float:
+    return speed_probe()
+
+
+def pair_probe(jobs: int) -> float:
+    """How many times one core's throughput ``jobs`` copies of :func:`speed_probe` get when they run
+    at once, each in its own process (``jobs`` x alone / the slowest of them). On a quiet machine with
+    ``jobs`` free cores it is ``jobs``; a VM whose vCPUs share a busy host gives less, and then no
+    ``--jobs N`` speed-up can be more than this."""
+    import multiprocessing
+
+    alone = speed_probe()
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        together = pool.map(_probe_in_child, range(jobs))
+    return jobs * alone / max(together)
+
+
 class CpuMeter:
     """Mean number of cores busy (user, nice, system, irq, softirq from ``/proc/stat``) and the share
     of time the hypervisor took (steal) between :meth:`start` and :meth:`stop`: how much of the
@@ -197,9 +214,13 @@ def main(argv: list[str] | None = None) -> int:
     course.prepare_environment()
     probes = []
 
+    scaling = []
+
     def probe(label: str) -> None:
         probes.append((label, speed_probe()))
-        print(f"speed probe before {label}: {probes[-1][1]:.2f} s", flush=True)
+        scaling.append(pair_probe(args.jobs) if args.jobs > 1 else 1.0)
+        print(f"speed probe before {label}: {probes[-1][1]:.2f} s; {args.jobs} at once got "
+              f"{scaling[-1]:.2f}x one core's throughput", flush=True)
 
     with tempfile.TemporaryDirectory(prefix="grading-bench-") as tmp:
         root = Path(tmp)
@@ -251,6 +272,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{one / parallel:.2f}× |")
     print("\nspeed probe (a fixed loop; the same machine would give the same figure): "
           + ", ".join(f"{label} {sec:.2f} s" for label, sec in probes))
+    if args.jobs > 1:
+        print(f"{args.jobs} copies of the probe at once (each in its own process) got "
+              + ", ".join(f"{x:.2f}x" for x in scaling)
+              + f" one core's throughput at those moments: what this machine allowed a --jobs {args.jobs} run")
     print(breakdown(r1, floor, starts))
     print(f"every run gave {'DIFFERENT' if differ else 'the same'} scores")
     for label, key in differ:
