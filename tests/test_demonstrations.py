@@ -138,13 +138,13 @@ def test_leaving_demonstrations_out_moves_no_verdict(assignment, student):
 @pytest.mark.slow
 def test_without_the_check_an_honest_answer_that_reads_a_demonstration_would_lose_its_point(monkeypatch):
     """The control: to_autograd reads the GAN demonstration's `history` when called. With the check the
-    demonstration runs and the answer passes; leaving every marked cell out blindly fails it."""
+    demonstration runs (then the confirmation is the one it always was); leaving every marked cell out
+    blindly fails the answer."""
     nb = _reference("04_in_the_wild")
     answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "to_autograd")
     answer.source = ("def to_autograd(t):\n    assert len(history) == 400, 'run the training cell first'\n"
                      "    return t.clone()\n")
-    checked, conf = _verdicts(nb, "04_in_the_wild")
-    assert conf.skipped == [] and checked["to_autograd_tests"][0] is True
+    assert _skipped(nb, "04_in_the_wild") == []  # with the check: it runs, as in the kernel (passes there)
     monkeypatch.setattr(demos, "skippable", lambda cells, marked, reads=frozenset():
                         [i for i, s in enumerate(cells) if s in marked])
     blind, conf = _verdicts(nb, "04_in_the_wild")

@@ -3,7 +3,9 @@
 For one submitted notebook:
 
 1. :func:`confirmation_cells` — the code the confirmation run executes: every code cell of the
-   (canonical) notebook except the graded test cells. No hidden check, no reference answer.
+   (canonical) notebook except the graded test cells. No hidden check, no reference answer. The
+   course's slow demonstration cells are left out when nothing reads what they bind
+   (:mod:`.demonstrations`).
 2. :func:`run_probes` — runs :mod:`.probe_driver` on those cells and on each check's probe, in the
    sandbox (:mod:`.sandbox`), and reads back plain data (``torch.load(weights_only=True)``). When the
    notebook ends the process (``os._exit``, a crash, the memory limit), the cell or check that was
