@@ -19,7 +19,6 @@ For one submitted notebook:
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import shutil
 import sys
@@ -31,7 +30,7 @@ import nbformat
 
 from ..hidden import Check, Verdict, checks_for, judge_results, probe_source
 from ..hidden.probe_driver import timed_out
-from ..layout import REPO, is_test_cell, nbgrader_meta, test_cell_ids
+from ..layout import is_test_cell, nbgrader_meta, test_cell_ids
 from . import demonstrations, sandbox, zygote
 
 DRIVER = Path(__file__).resolve().parents[1] / "hidden" / "probe_driver.py"
@@ -66,19 +65,7 @@ COURSE_CELL_SECONDS = 60.0
 
 def course_cell_sources(assignment: str) -> frozenset[str]:
     """Sources of the released notebook's own code cells (not answers, not tests)."""
-    paths = sorted((REPO / "release" / assignment).glob("*.ipynb"))
-    return _course_cell_sources(tuple((p, p.stat().st_mtime_ns) for p in paths))
-
-
-@functools.lru_cache(maxsize=32)
-def _course_cell_sources(release: tuple) -> frozenset[str]:
-    """(read once per version of the release files: every submission of a class asks)"""
-    out = set()
-    for path, _ in release:
-        for c in nbformat.read(path, as_version=4).cells:
-            if c.cell_type == "code" and not is_test_cell(c) and not nbgrader_meta(c).get("solution"):
-                out.add(c.source)
-    return frozenset(out)
+    return frozenset(src for src, _ in demonstrations.course_cells(assignment))
 
 
 def confirmation_cell_limits(nb, cell_timeout: float, course_sources: set[str] = frozenset()) -> list[float]:

@@ -62,22 +62,23 @@ def is_marked(cell) -> bool:
     return isinstance(meta, dict) and meta.get(MARK) is True
 
 
-def demonstration_sources(assignment: str, release_dir: Path | None = None) -> frozenset[str]:
-    """Sources of the released notebooks' marked demonstration cells (code, not an answer, not a test)."""
+def course_cells(assignment: str, release_dir: Path | None = None) -> tuple[tuple[str, bool], ...]:
+    """(source, marked as a demonstration) of each of the released notebooks' own code cells: not an
+    answer, not a test."""
     paths = sorted(((release_dir or REPO / "release") / assignment).glob("*.ipynb"))
-    return _sources(tuple((p, p.stat().st_mtime_ns) for p in paths))
+    return _course_cells(tuple((p, p.stat().st_mtime_ns) for p in paths))
 
 
 @functools.lru_cache(maxsize=32)
-def _sources(release: tuple) -> frozenset[str]:
+def _course_cells(release: tuple) -> tuple[tuple[str, bool], ...]:
     """(read once per version of the release files: every submission of a class asks)"""
-    out = set()
-    for path, _ in release:
-        for c in nbformat.read(path, as_version=4).cells:
-            if (c.cell_type == "code" and is_marked(c) and not is_test_cell(c)
-                    and not nbgrader_meta(c).get("solution")):
-                out.add(c.source)
-    return frozenset(out)
+    return tuple((c.source, is_marked(c)) for path, _ in release for c in nbformat.read(path, as_version=4).cells
+                 if c.cell_type == "code" and not is_test_cell(c) and not nbgrader_meta(c).get("solution"))
+
+
+def demonstration_sources(assignment: str, release_dir: Path | None = None) -> frozenset[str]:
+    """Sources of the released notebooks' marked demonstration cells (code, not an answer, not a test)."""
+    return frozenset(src for src, marked in course_cells(assignment, release_dir) if marked)
 
 
 @functools.lru_cache(maxsize=4096)
