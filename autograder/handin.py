@@ -45,7 +45,7 @@ class HandinReport:
     notebook: Path
     graded_name: str
     validated: bool
-    failed: list[str] = field(default_factory=list)      # test cells that fail (or are not answered yet)
+    failed: list[str] = field(default_factory=list)      # tasks whose test cells fail (or are not answered yet)
 
     def __str__(self) -> str:
         lines = [f"hand-in written: {self.zip_path}",
@@ -99,8 +99,8 @@ def _structure(path: Path) -> dict:
     return nb
 
 
-def _validate(path: Path) -> tuple[list[str], list[str]]:
-    """(problems that stop a hand-in, test cells that fail), from nbgrader's own Validator."""
+def _validate(path: Path, nb: dict) -> tuple[list[str], list[str]]:
+    """(problems that stop a hand-in, the tasks whose test cells fail), from nbgrader's own Validator."""
     from nbgrader.validator import Validator
 
     v = Validator()
@@ -113,8 +113,19 @@ def _validate(path: Path) -> tuple[list[str], list[str]]:
     for c in res.get("changed", []):
         stop.append(f"a locked test cell was edited: {c.get('source', '')[:60]!r} (undo the edit: Edit > Undo, or "
                     "copy the cell back from a fresh copy of the assignment)")
-    failed = [(c.get("source", "").strip().splitlines() or ["?"])[0][:60] for c in res.get("failed", [])]
-    return stop, failed
+    return stop, [task_name(c.get("source", ""), nb) for c in res.get("failed", [])]
+
+
+def task_name(source: str, nb: dict) -> str:
+    """What a student calls a failing test cell: the task it checks (``cube_sum_grad_tests`` ->
+    ``cube_sum_grad``, as the feedback names it), found by the cell's source in the notebook; its first
+    line only when no graded cell has that source."""
+    source = source.strip()
+    for gid, cell in _graded_cells(nb).items():
+        text = cell.get("source", "")
+        if (text if isinstance(text, str) else "".join(text)).strip() == source:
+            return gid[:-len("_tests")] if gid.endswith("_tests") else gid
+    return (source.splitlines() or ["?"])[0][:60]
 
 
 def export(notebook: str | None = None, *, validate: bool = True, out: str | None = None) -> HandinReport:
@@ -130,7 +141,7 @@ def export(notebook: str | None = None, *, validate: bool = True, out: str | Non
                                 "fresh copy of the assignment, then export again")
     failed: list[str] = []
     if validate:
-        stop, failed = _validate(path)
+        stop, failed = _validate(path, nb)
         if stop:
             raise HandinRefused(f"{path}: the grader could not score this notebook: " + "; ".join(stop))
     target = Path(out) if out else path.with_name(f"{path.stem}-handin.zip")
