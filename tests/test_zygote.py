@@ -282,6 +282,36 @@ def test_without_the_keyring_clear_one_sandbox_per_run_leaks_keys(tmp_path):
         sandbox.clear_keyrings(sandbox.sandbox_uid(limits))
 
 
+def test_the_keyring_sweep_works_where_python_refuses_a_preexec_fn(monkeypatch):
+    """Python 3.12+ refuses ``preexec_fn`` at interpreter shutdown, when selfgrade's last workspace is
+    swept (two tracebacks after a correct grade). The sweep must clear the keys without one."""
+    limits = sandbox.Limits(wall_seconds=60)
+    try:
+        with sandbox.Workspace(limits, clear_keys=False) as space:
+            (space / "run.py").write_text(FILL_EVERY_CHANNEL)
+            sandbox.run([sandbox.python(), "run.py"], space, limits=limits, wall_seconds=60)
+            filled = json.loads((space / "out.json").read_text())
+        assert filled["user_key"] and filled["persistent_key"], "no key planted: the test would prove nothing"
+        real = subprocess.Popen.__init__
+
+        def as_at_shutdown(self, *args, **kw):
+            if kw.get("preexec_fn") is not None:
+                raise RuntimeError("preexec_fn not supported at interpreter shutdown")
+            real(self, *args, **kw)
+
+        monkeypatch.setattr(subprocess.Popen, "__init__", as_at_shutdown)
+        assert sandbox.clear_keyrings(sandbox.sandbox_uid(limits)) is True
+        monkeypatch.undo()
+        with sandbox.Workspace(limits, clear_keys=False) as space:
+            (space / "run.py").write_text(DETECT_EVERY_CHANNEL)
+            sandbox.run([sandbox.python(), "run.py"], space, limits=limits, wall_seconds=60)
+            seen = json.loads((space / "out.json").read_text())
+        assert not [k for k in seen["keys"] if k.startswith("course-leak")], seen["keys"]
+    finally:
+        monkeypatch.undo()
+        sandbox.clear_keyrings(sandbox.sandbox_uid(limits))
+
+
 # --------------------------------------------------------------------------- root never follows a run's link
 
 SWAPPER = r"""

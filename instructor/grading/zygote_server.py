@@ -500,6 +500,9 @@ def serve(fd: int, uid: int) -> int:
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--clear-keyrings"]:
+        # a session keyring of its own first, not its starter's: joined here rather than in a preexec_fn,
+        # which Python 3.12+ refuses at interpreter shutdown, when the last workspace is swept
+        new_session_keyring()
         clear_keyrings()
         sys.exit(0)
     sys.exit(serve(int(sys.argv[1]), int(sys.argv[2])))
