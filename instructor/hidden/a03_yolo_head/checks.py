@@ -811,6 +811,70 @@ class FixedDetectCheck(Check):
 
 # =========================================================================== check: attack
 
+def _probe_image_gradients(model):
+    """Count the gradients taken with respect to an image during one ``attack`` call (shipped helper).
+
+    Two counters, kept where one line of the student's code does not reach both: (1) a forward
+    pre-hook on ``model.stem`` that hooks the stage's input when it requires grad (one count per
+    backward pass that reaches it); (2) a dispatch mode, pushed here, that counts every
+    ``convolution_backward`` asked for the gradient of a 3-channel input: the first convolution of
+    this detector, or of any copy of it. Returns ``stop``: call it after ``attack`` returns (also
+    when it raised); it removes both and returns ``(hook count, convolution count, what was
+    tampered with: "" when nothing)``. The dispatch stack is put back as it was before, whatever
+    the call left on it.
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    conv_backward = torch.ops.aten.convolution_backward.default
+    stack_len, stack_at = torch._C._len_torch_dispatch_stack, torch._C._get_dispatch_stack_at
+    pop, push = torch._C._pop_torch_dispatch_stack, torch._C._push_on_torch_dispatch_stack
+    hooked, convs = [], []
+
+    def watch(module, args):  # every way into the model (forward, features, raw_outputs) runs the stem
+        x = args[0] if args else None
+        if isinstance(x, torch.Tensor) and x.requires_grad:
+            x.register_hook(lambda g: hooked.append(1))
+
+    class ImageGradients(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls):
+            return False  # no torch._dynamo import (seconds): nothing here is compiled
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func is conv_backward:
+                mask = args[10] if len(args) > 10 else kwargs.get("output_mask")
+                x = args[1] if len(args) > 1 else kwargs.get("input")
+                if mask and mask[0] and isinstance(x, torch.Tensor) and x.dim() == 4 and x.shape[1] == 3:
+                    convs.append(1)
+            return func(*args, **kwargs)
+
+    stem = model.stem
+    hook = stem.register_forward_pre_hook(watch)
+    base = stack_len()
+    mode = ImageGradients()
+    mode.__enter__()
+
+    def stop():
+        changed = []
+        n = stack_len()
+        if not (n == base + 1 and stack_at(n - 1) is mode):
+            changed.append("the grader's dispatch mode was taken off (or others left on top of it)")
+        if changed:  # back to the stack as it was before the call, then the mode's own exit
+            while stack_len() > base:
+                pop(None)
+            push(mode)
+        mode.__exit__(None, None, None)
+        if model._modules.get("stem") is not stem:
+            changed.append("model.stem was replaced")
+        if stem._forward_pre_hooks.get(hook.id) is not watch:
+            changed.append("model.stem's forward pre-hooks were changed")
+        hook.remove()
+        return len(hooked), len(convs), "; ".join(changed)
+
+    return stop
+
+
 class AttackCheck(Check):
     """``attack(model, image, eps, steps)`` -> delta, judged here with the grader's own model.
 
@@ -823,13 +887,24 @@ class AttackCheck(Check):
     least ``ATTACK_MARGIN``; two small cases use another budget and step count (4/255 and 3 steps;
     16/255 and a single step, which with a step of about 2.5 * eps / steps must reach the budget).
     Every case counts what the task limits: the gradients taken with respect to the image, i.e. the
-    backward passes that reach the model's input (a hook on the input of the model's first stage,
-    which every way into the model passes). ``steps`` of them, one per step (one more is tolerated).
-    Evaluations that are not differentiated — the objectness read for a progress bar, a last look,
-    with or without ``no_grad`` — are not counted.
+    backward passes that reach the model's input. ``steps`` of them, one per step (one more is
+    tolerated). Evaluations that are not differentiated — the objectness read for a progress bar, a
+    last look, with or without ``no_grad`` — are not counted.
+
+    The count is made in the student's process, so it is made twice, in two places that one line of
+    ``attack`` cannot both reach, and checked after each call (:func:`_probe_image_gradients`): a
+    hook on the input of the model's first stage (which every way into the model passes), and a
+    dispatch mode around the call that counts every ``convolution_backward`` computing the gradient
+    of a 3-channel image (any model's first convolution, a private copy of the detector's too). The
+    larger count is judged. A call after which either instrument is gone (the stage's hooks cleared,
+    the stage replaced, the mode popped) fails, and so does a call that moved the image with no
+    gradient counted at all (the count switched off, or an attack that differentiates nothing).
+    What stays open in-process: code that takes its extra gradients with both instruments off and
+    puts both back, then takes ``steps`` counted ones (docs/security.md).
     """
     assignment, grade_id, function = ASSIGNMENT, "attack_tests", "attack"
     draws = ("float32",)
+    probe_helpers = (_probe_image_gradients,)
 
     def cases(self):
         from autograder.detector import synthetic_batch
@@ -857,26 +932,23 @@ class AttackCheck(Check):
         model = attack_model(case["device"])
         state = dict(model.state_dict(keep_vars=True))  # references, not copies
         images = case["images"].to(case["device"])
-        seen = []  # one entry per gradient computed with respect to the model's input (the image)
-
-        def watch(module, args):  # every way into the model (forward, features, raw_outputs) runs the stem
-            x = args[0] if args else None
-            if isinstance(x, torch.Tensor) and x.requires_grad:
-                x.register_hook(lambda g: seen.append(1))
-
-        hook = model.stem.register_forward_pre_hook(watch)
-        deltas, given, grad_calls = [], [], []
+        deltas, given, grad_calls, grad_convs, tampered = [], [], [], [], []
         for i in range(images.shape[0]):
             image = images[i:i + 1].clone()
-            seen.clear()
-            with contextlib.redirect_stderr(io.StringIO()):  # a text progress bar
-                deltas.append(attack(model, image, case["eps"], case["steps"]))
-            grad_calls.append(len(seen))
+            counter = _probe_image_gradients(model)
+            try:
+                with contextlib.redirect_stderr(io.StringIO()):  # a text progress bar
+                    deltas.append(attack(model, image, case["eps"], case["steps"]))
+            finally:
+                hooked, convs, changed = counter()
+            grad_calls.append(hooked)
+            grad_convs.append(convs)
+            tampered.append(changed)
             given.append(image)  # the tensor it was handed, as it is now: the judge compares it with its own copy
-        hook.remove()
         # the weights' own tensors, held since before the first call (whatever the model's attributes say now):
         # compared in the grader with its own model's, not here
-        return {"deltas": deltas, "images_after": given, "weights_after": state, "grad_calls": grad_calls}
+        return {"deltas": deltas, "images_after": given, "weights_after": state, "grad_calls": grad_calls,
+                "grad_convs": grad_convs, "tampered": tampered}
 
     def judge(self, case, r):
         from autograder.detector import best_objectness, load_pretrained
@@ -906,8 +978,21 @@ class AttackCheck(Check):
             check_true(lo >= -1e-6 and hi <= 1 + 1e-6, f"{what}: image + delta leaves [0, 1]", inputs=case["label"],
                        expected="0 <= image + delta <= 1", got=f"min {lo:.4f}, max {hi:.4f}",
                        hint="after the budget clamp: delta = (image + delta).clamp(0, 1) - image.")
-            calls = r.get("grad_calls", [steps] * len(images))[i]
-            # (no call at all: nothing was attacked, which the drop below reports)
+            tampered = r["tampered"][i]
+            check_true(not tampered, f"{what} switched off the grader's count of its gradients",
+                       inputs=case["label"], detail=str(tampered)[:300],
+                       hint="leave the model's hooks and PyTorch's dispatch modes alone: the test counts the "
+                            "gradients your attack takes with respect to the image, one per step.")
+            calls = max(int(r["grad_calls"][i]), int(r["grad_convs"][i]))
+            check_true(calls > 0 or not bool((delta != 0).any()),
+                       f"{what} moved the image, but no gradient with respect to the image was counted",
+                       inputs=case["label"], expected=f"{steps} gradient(s) of the model's best objectness "
+                                                      "with respect to the image, one per step",
+                       got=f"max |delta| = {worst:.5f} with 0 gradients counted",
+                       hint="the attack must differentiate the model it is given: per step, one "
+                            "torch.autograd.grad(best, delta) through model(image + delta). A delta found "
+                            "without that gradient (fixed noise, another model, a count switched off) fails.")
+            # (none at all and no move: nothing was attacked, which the drop below reports)
             check_true(calls == 0 or steps <= calls <= steps + 1,
                        f"{what} took {calls} gradient(s) with respect to the image",
                        inputs=case["label"],
