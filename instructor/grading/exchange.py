@@ -18,6 +18,17 @@ so ``nbgrader collect`` and formgrader's **Collect** button both use it) refuses
 * is stamped in the future (more than ``clock_skew_seconds`` ahead of this machine's clock), or whose
   ``timestamp.txt`` (what nbgrader's late penalty reads) is missing or says another time than its name.
 
+A folder stamped in the past is believed no further than its change times: a student can name and stamp
+a folder she makes days late "an hour before the due date" (and backdate its modification times), but
+not its ``st_ctime``, which the kernel sets at every change of a file or folder. When the folder's stamp is
+more than ``clock_skew_seconds`` earlier than the latest ``st_ctime`` among the folder, its subfolders and
+its regular files, the submission is collected **re-stamped**: it is kept (a student's work is never
+lost), its collected ``timestamp.txt`` says that latest change time, nbgrader's late penalty
+(:mod:`.late`) counts from it, and the collect logs a ``RE-STAMPED`` line naming the folder and both
+times. The gradebook's submission time (formgrader's Manage Submissions), the late penalty in the
+student's feedback and the exports' "late" note all follow from that time. ``restamp_backdated = False``
+turns this off (an exchange restored from a backup has new change times everywhere).
+
 Each refusal is logged as an error naming the folder and why; the other submissions are collected
 (each student's newest acceptable one: a forged newer folder never hides the student's own); then the
 collect fails (``nbgrader collect`` exits 1, formgrader shows its error dialog with the log), and does
@@ -36,14 +47,29 @@ import time
 
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.utils import parse_utc
-from traitlets import Float, Int, List, Unicode
+from traitlets import Bool, Float, Int, List, Unicode
 
-__all__ = ["CourseExchangeCollect", "utc_now"]
+__all__ = ["CourseExchangeCollect", "handed_in_at", "utc_now"]
 
 
 def utc_now() -> datetime.datetime:
     """Now, as nbgrader's ``parse_utc`` gives times: naive, in UTC."""
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def handed_in_at(path: str) -> datetime.datetime:
+    """The latest ``st_ctime`` among the folder ``path``, its subfolders and its regular files (never
+    through a link), as naive UTC: when its contents last changed, which its owner cannot set back."""
+    latest = os.lstat(path).st_ctime
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in dirnames + filenames:
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+                latest = max(latest, st.st_ctime)
+    return datetime.datetime.fromtimestamp(latest, datetime.timezone.utc).replace(tzinfo=None)
 
 
 def _account(uid: int) -> str:
@@ -81,11 +107,21 @@ class CourseExchangeCollect(ExchangeCollect):
                         "folder in the exchange (e.g. the one account every student's server runs as)."
     ).tag(config=True)
     max_entries = Int(10000, help="More files and folders than this in one submission: refused.").tag(config=True)
+    course_accounts = List(
+        Unicode(), help="OS accounts (names or numeric uids) besides the account collecting that may own the "
+                        "course's folder in the exchange and its inbound/ (nbgrader's release makes them as the "
+                        "account that releases; the hub's set-up as the grader account).").tag(config=True)
+    restamp_backdated = Bool(
+        True, help="Collect a submission whose stamp is more than clock_skew_seconds earlier than the latest "
+                   "change time (st_ctime) of its folder and files as handed in at that change time (logged "
+                   "RE-STAMPED; the late penalty counts from it). Off: the stamp is believed.").tag(config=True)
 
     # ------------------------------------------------------------------ which folders
     def init_src(self):
         super().init_src()  # nbgrader's checks of the course and inbound folders, and the due date
+        self._refuse_foreign_course()
         self.refused: list[tuple[str, str]] = []
+        self.restamped: dict[str, tuple[datetime.datetime, datetime.datetime]] = {}
         self._refused_times: dict[str, set] = {}
         student = self.coursedir.student_id or "*"
         pattern = os.path.join(self.inbound_path, f"{student}+{self.coursedir.assignment_id}+*")
@@ -98,8 +134,51 @@ class CourseExchangeCollect(ExchangeCollect):
                 self._refused_times.setdefault(rec["username"], set()).add(rec["timestamp"])
                 self.log.error("REFUSED, not collected: %s %s", path, why)
             else:
+                self._restamp_if_backdated(path, rec)
                 accepted.setdefault(rec["username"], []).append(rec)
         self.src_records = [self._choose(recs) for recs in accepted.values()]
+
+    def _refuse_foreign_course(self) -> None:
+        """The course's folder (and ``inbound/``) must be the course's: their owner counts as a submitter
+        for every student (:meth:`_allowed_uids`), and a student who made them first could read inbound/."""
+        import pwd
+
+        allowed = {os.geteuid()}
+        for name in self.course_accounts:
+            try:
+                allowed.add(int(name) if str(name).isdigit() else pwd.getpwnam(name).pw_uid)
+            except KeyError:
+                self.log.warning("course_accounts: no OS account named %r", name)
+        for path in (self.course_path, self.inbound_path):
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+                self.fail(f"{path} is not a folder (a link?): not the course's folder in the exchange; nothing "
+                          "collected")
+            if st.st_uid not in allowed:
+                self.fail(f"{path} belongs to {_account(st.st_uid)}, not to the account collecting "
+                          f"({_account(os.geteuid())}) nor course_accounts: another account made the course's "
+                          "folder in the exchange; nothing collected. Move it away as root (`python -m "
+                          "instructor.grading.hub setup` does) and release again.")
+
+    def _restamp_if_backdated(self, path: str, rec: dict) -> None:
+        """A stamp earlier than the folder's contents last changed (beyond clock skew) is replaced by that
+        change time in ``rec`` (so it counts for the choice among the student's folders, and for the late
+        penalty: :meth:`do_copy` writes it in the collected ``timestamp.txt``)."""
+        if not self.restamp_backdated:
+            return
+        real = handed_in_at(path)
+        if rec["timestamp"] >= real - datetime.timedelta(seconds=self.clock_skew_seconds):
+            return
+        self.restamped[path] = (rec["timestamp"], real)
+        late = ""
+        if self.duedate is not None and rec["timestamp"] <= self.duedate < real:
+            late = f"; the due date {self.duedate} UTC lies between them: late"
+        self.log.warning("RE-STAMPED: %s is stamped %s UTC, but its folder and files were last changed at %s UTC "
+                         "(%s later; a stamp is set by whoever makes the folder, the change time by the system): "
+                         "collected as handed in at %s UTC, and the late penalty counts from then%s",
+                         path, rec["timestamp"], f"{real:%Y-%m-%d %H:%M:%S}", real - rec["timestamp"],
+                         f"{real:%Y-%m-%d %H:%M:%S}", late)
+        rec["timestamp"] = real
 
     def _choose(self, records: list[dict]) -> dict:
         """The newest of a student's acceptable submissions (with ``before_duedate``: the newest before the
@@ -252,6 +331,15 @@ class CourseExchangeCollect(ExchangeCollect):
             self.refused.append((src, why))
             self.log.error("REFUSED, not collected: %s %s", src, why)
             return
+        if src in self.restamped:
+            stamp, real = self.restamped[src]
+            target = os.path.join(dest, "timestamp.txt")
+            if os.path.lexists(target):
+                os.unlink(target)
+            with open(target, "w") as f:
+                f.write(real.strftime("%Y-%m-%d %H:%M:%S.%f UTC"))
+            self.log.warning("RE-STAMPED: %s collected with timestamp.txt %s UTC (its folder said %s UTC)",
+                             dest, f"{real:%Y-%m-%d %H:%M:%S.%f}", stamp)
         if self.coursedir.groupshared:
             for dirpath, _, _ in os.walk(dest):
                 mode = os.stat(dirpath).st_mode

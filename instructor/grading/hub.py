@@ -415,6 +415,74 @@ def copy_course(hub: Hub) -> None:
     os.chmod(hub.exchange, 0o1777)  # as /tmp: everyone may add, nobody may remove another's (nbgrader's layout)
 
 
+# The students' side of the exchange (autograder/exchange_trust.py, in the students' environment): list,
+# fetch, fetch_feedback and submit only use folders of the course's exchange that the course's account owns.
+EXCHANGE_TRUST = (
+    "# Only folders of the course's exchange owned by the course's account are listed, fetched, trusted\n"
+    "c.ExchangeFactory.list = 'autograder.exchange_trust.CourseExchangeList'\n"
+    "c.ExchangeFactory.fetch_assignment = 'autograder.exchange_trust.CourseExchangeFetchAssignment'\n"
+    "c.ExchangeFactory.fetch_feedback = 'autograder.exchange_trust.CourseExchangeFetchFeedback'\n"
+    "c.ExchangeFactory.submit = 'autograder.exchange_trust.CourseExchangeSubmit'\n"
+    "c.CourseOwnedExchange.course_accounts = [{account!r}]\n")
+
+# nbgrader's own modes for the course's folders (nbgrader/exchange/default/release_assignment.py and
+# release_feedback.py, not group-shared): the course folder and outbound/ 0755, inbound/ 2733 (students
+# write, nobody lists), feedback/ 0711 (a student opens only the file whose name they can compute).
+EXCHANGE_MODES = {"": 0o755, "outbound": 0o755, "inbound": 0o2733, "feedback": 0o711}
+
+
+def own_exchange(hub: Hub, account: str | None = None) -> list[str]:
+    """``exchange/<course>/{outbound,inbound,feedback}``, owned by the course's account (default: the grader
+    account; group: the graders' group) with nbgrader's modes, before any student logs in: the exchange
+    root is 1777, so a student who made the course's folder first would own it (the instructor's release
+    fails, her ``outbound/<assignment>`` is offered to the class). What another account made there first
+    (the course folder, one of the three, or an ``outbound/<assignment>``) is moved, never deleted, to
+    ``state/exchange-squatted/<time>/`` (root's alone) and named in the list returned."""
+    import time
+
+    account = account or hub.names.grader_account
+    pw = pwd.getpwnam(account)
+    gid = grp.getgrnam(hub.names.graders).gr_gid if group_exists(hub.names.graders) else pw.pw_gid
+    hub.exchange.mkdir(parents=True, exist_ok=True)
+    os.chown(hub.exchange, 0, 0)
+    os.chmod(hub.exchange, 0o1777)
+    course = hub.exchange / COURSE_ID
+    aside = hub.state / "exchange-squatted" / time.strftime("%Y%m%d-%H%M%S")
+    moved: list[str] = []
+
+    def move_aside(path: Path, why: str) -> None:
+        aside.mkdir(parents=True, exist_ok=True)
+        os.chmod(hub.state, 0o700)
+        dest = aside / str(path.relative_to(hub.exchange)).replace(os.sep, "__")
+        shutil.move(str(path), str(dest))
+        moved.append(f"{path} ({why}) -> {dest}")
+        print(f"WARNING: {path} {why}: moved to {dest}", file=sys.stderr)
+
+    def foreign(path: Path) -> str | None:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+            return "is not a folder"
+        if st.st_uid != pw.pw_uid:
+            try:
+                owner = pwd.getpwuid(st.st_uid).pw_name
+            except KeyError:
+                owner = f"uid {st.st_uid}"
+            return f"was made by {owner}, not by the course's account {account}"
+        return None
+
+    for sub, mode in EXCHANGE_MODES.items():
+        path = course / sub if sub else course
+        if os.path.lexists(path) and (why := foreign(path)):
+            move_aside(path, why)
+        path.mkdir(exist_ok=True)
+        os.chown(path, pw.pw_uid, gid)
+        os.chmod(path, mode)
+    for released in sorted((course / "outbound").iterdir()):
+        if why := foreign(released):
+            move_aside(released, why)
+    return moved
+
+
 def student_env(hub: Hub, source_venv: Path | None = None) -> None:
     """The Python every server runs (students', formgrader's): a copy of the course environment
     (hard links: instant on one file system; else a full copy), with the student package installed as
@@ -512,7 +580,7 @@ def jupyter_configs(hub: Hub) -> None:
     (student / "nbgrader_config.py").write_text(
         "# written by instructor/grading/hub.py: what a student's Assignments list needs\n"
         f"c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = {COURSE_ID!r}\n"
-        f"c.Exchange.root = {str(hub.exchange)!r}\n")
+        f"c.Exchange.root = {str(hub.exchange)!r}\n" + EXCHANGE_TRUST.format(account=hub.names.grader_account))
     grader = hub.root / "etc" / "grader"
     (grader / "jupyter_server_config.d").mkdir(parents=True, exist_ok=True)
     (grader / "jupyter_server_config.d" / "zz-course-grader.json").write_text(json.dumps(
@@ -654,6 +722,7 @@ def setup(prefix: Path, *, names_prefix: str = "", demo: bool = False, demo_pass
                 group.append(login)
     hub.save()
     copy_course(hub)
+    own_exchange(hub)  # the course's folders in the exchange, the course account's before any student logs in
     student_env(hub, source_venv)
     jupyter_configs(hub)
     if lock:
