@@ -470,3 +470,55 @@ def test_a_forged_image_and_weights_report_passed_the_old_probe_and_fails_now():
     result["images_after"] = [case["images"].clone()]  # the image restored: the weights still moved
     v = judge_results(check, [case], [result])
     assert not v.passed and "changed the model's weights" in v.message, v.message
+
+
+def _hostile_attack(name: str) -> str:
+    from instructor.grading.samples import parse_sample
+    from instructor.layout import REPO
+
+    sample = parse_sample(REPO / "tests" / "hostile" / "03_yolo_head" / f"{name}.py")
+    return next(t for k, g, t in sample.blocks if g == "attack")
+
+
+PRIVATE_COPY = ATTACK.replace("def attack(model, image, eps, steps):\n",
+                              "def attack(model, image, eps, steps):\n"
+                              "    from autograder.attack import attack_model\n"
+                              "    model = attack_model(image.device)  # a copy nobody hooked\n").replace(
+    "range(steps)", "range(10 * steps)")
+
+
+@pytest.mark.parametrize("name, words", [
+    ("cleared_hooks_attack", "switched off the grader's count"),
+    ("count_switched_off_attack", "no gradient with respect to the image was counted"),
+    ("private_copy", "took 100 gradient(s) with respect to the image"),
+])
+def test_an_attack_past_its_gradient_budget_that_hides_from_the_count_fails_and_passed_before(
+        name, words, monkeypatch):
+    """Issue 36: the gradients were counted by a forward pre-hook on model.stem, in the student's process, and
+    a count of 0 passed. tests/hostile/03_yolo_head/cleared_hooks_attack.py clears the stage's hooks and takes
+    10 * steps gradients; count_switched_off_attack.py also takes every dispatch mode off the stack and puts
+    both back before returning; the private copy attacks a detector of its own. Now: a second count by a
+    dispatch mode (any 3-channel convolution's input gradient), the instruments checked after each call, and
+    "moved, none counted" failed. The control: judged as before (the stem hook's count alone, 0 accepted),
+    each passes, and without hiding, the same attack fails its budget."""
+    from instructor.hidden.a03_yolo_head import AttackCheck
+
+    code = PRIVATE_COPY if name == "private_copy" else _hostile_attack(name)
+    ns = namespace(code)
+    v = verdict("attack_tests", ns)
+    assert not v.passed and words in v.message, v.message
+    monkeypatch.setattr(AttackCheck, "guard_count", False)  # the defence off: the old judging of the count
+    v = verdict("attack_tests", ns)
+    assert v.passed, v.message
+    monkeypatch.undo()
+    if name == "cleared_hooks_attack":  # what the hiding buys: without it, the same attack is over budget
+        v = verdict("attack_tests", namespace(code.replace("model.stem._forward_pre_hooks.clear()", "pass")))
+        assert not v.passed and "took 100 gradient(s) with respect to the image" in v.message, v.message
+
+
+def test_an_attack_that_moves_the_image_without_any_gradient_is_named():
+    """No gradient counted and a delta that is not zero: fixed noise (no_gradient_attack's darkening), or a count
+    switched off. The case says so, before the drop does."""
+    v = verdict("attack_tests", namespace("def attack(model, image, eps, steps):\n"
+                                          "    return (image - eps).clamp(0, 1) - image\n"))
+    assert not v.passed and "no gradient with respect to the image was counted" in v.message, v.message

@@ -905,6 +905,10 @@ class AttackCheck(Check):
     assignment, grade_id, function = ASSIGNMENT, "attack_tests", "attack"
     draws = ("float32",)
     probe_helpers = (_probe_image_gradients,)
+    #: judge the count as made where the student cannot switch it off unseen (both counters, the
+    #: instruments checked, "moved with none counted" failed); False judges the stem hook's count
+    #: alone and accepts 0, as before issue 36: the control of the hostile tests, never in grading
+    guard_count = True
 
     def cases(self):
         from autograder.detector import synthetic_batch
@@ -978,13 +982,14 @@ class AttackCheck(Check):
             check_true(lo >= -1e-6 and hi <= 1 + 1e-6, f"{what}: image + delta leaves [0, 1]", inputs=case["label"],
                        expected="0 <= image + delta <= 1", got=f"min {lo:.4f}, max {hi:.4f}",
                        hint="after the budget clamp: delta = (image + delta).clamp(0, 1) - image.")
-            tampered = r["tampered"][i]
+            tampered = r["tampered"][i] if self.guard_count else ""
             check_true(not tampered, f"{what} switched off the grader's count of its gradients",
                        inputs=case["label"], detail=str(tampered)[:300],
                        hint="leave the model's hooks and PyTorch's dispatch modes alone: the test counts the "
                             "gradients your attack takes with respect to the image, one per step.")
-            calls = max(int(r["grad_calls"][i]), int(r["grad_convs"][i]))
-            check_true(calls > 0 or not bool((delta != 0).any()),
+            calls = max(int(r["grad_calls"][i]), int(r["grad_convs"][i])) if self.guard_count else \
+                int(r["grad_calls"][i])
+            check_true(calls > 0 or not bool((delta != 0).any()) or not self.guard_count,
                        f"{what} moved the image, but no gradient with respect to the image was counted",
                        inputs=case["label"], expected=f"{steps} gradient(s) of the model's best objectness "
                                                       "with respect to the image, one per step",
