@@ -28,8 +28,9 @@ Accepted layouts of SUBMISSIONS_DIR:
   * an LMS's bulk download (a .zip, or with --lms the folder it was unpacked into): Canvas's
     <lastfirst>_<user id>_<submission id>_<file> or Moodle's <Full Name>_<id>_assignsubmission_file_/<file>,
     notebooks or autograder.export()'s hand-in zips; renamed copies (-Copy1) are recognised by their
-    cell ids; --roster maps the LMS's names and user ids to student ids. The mapped notebooks are laid
-    out under <out>/handins/<download>-<n>/ and every file that could not be mapped is listed.
+    cell ids; --roster maps the LMS's user ids (and names, for a roster row without lms_id) to student
+    ids; one student's hand-ins from two LMS user ids are none of them graded. The mapped notebooks are
+    laid out under <out>/handins/<download>-<n>/ and every file that could not be mapped is listed.
 
 Nothing under SUBMISSIONS_DIR is modified: files are copied into the working course folder
 (--workdir) where nbgrader writes autograded/, feedback/ and gradebook.db. A file that cannot be
@@ -92,9 +93,12 @@ def cmd_release(args) -> int:
 
 def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: bool = True, jobs: int = 1,
                       force: bool = False, scheduler: str | None = None, exports: list[str] = (),
-                      keep: list | None = None, roster: list | None = None) -> int:
+                      keep: list | None = None, roster: list | None = None, late: dict | None = None,
+                      src: Path | None = None) -> int:
     """Grade, write grades.csv (and the exports), print the report; the exit status. ``keep``: a list
-    that receives the results."""
+    that receives the results. ``late``: (student, assignment) -> the LMS that marked the hand-in late
+    (a flag on its row); ``roster``: every student on it gets a row for every assignment of this run,
+    a "no hand-in" one when nothing of theirs was found (not a problem: the exit status ignores it)."""
     _print_problems(problems)
     if not subs:
         print("error: nothing to grade", file=sys.stderr)
@@ -103,9 +107,17 @@ def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: boo
     results = course.grade(subs, workdir, progress=progress, jobs=jobs, force=force, scheduler=scheduler)
     if keep is not None:
         keep.extend(results)
-    totals, by_q = course.write_csv(results, outdir, problems)
-    exported = export.export_results(results, outdir, exports, problems,
-                                     export.people_from(roster, workdir) if exports else None)
+    for r in results:
+        if (r.student, r.assignment) in (late or {}):
+            r.flags.append(f"late: {late[(r.student, r.assignment)]} marked this hand-in late")
+    absent = _absent(results, problems, roster, src)
+    if absent:
+        print(f"roster: {len(absent)} (student, assignment) with no hand-in: "
+              + ", ".join(f"{p.student}/{p.assignment}" for p in absent[:20]) + (" ..." if len(absent) > 20 else ""))
+    totals, by_q = course.write_csv(results, outdir, problems + absent)
+    exported = export.export_results(results, outdir, exports, problems + absent,
+                                     export.people_from(roster, workdir) if exports else None,
+                                     export.lms_ids_from(roster))
     print(_table(results))
     for r in results:
         for note in r.notes:
@@ -160,9 +172,24 @@ def _class_report(results: list[course.Result], outdir: Path, workdir: Path) -> 
         return f"not written ({type(err).__name__}: {err})"
 
 
-def _import_handins(src: Path, lms: str, roster: list | None, outdir: Path) -> tuple[Path | None, list[Problem]]:
-    """An LMS download laid out as nbgrader's folders under ``outdir/handins`` (a new folder each time);
-    every file that could not be mapped becomes a :class:`Problem` naming it."""
+def _absent(results: list[course.Result], problems: list[Problem], roster: list | None,
+            src: Path | None) -> list[Problem]:
+    """A "no hand-in" row for each student of the roster and assignment of this run with neither a
+    result nor a problem of theirs."""
+    if not roster:
+        return []
+    assignments = sorted({r.assignment for r in results} | {p.assignment for p in problems if p.assignment})
+    have = {(r.student, r.assignment) for r in results} | {(p.student, p.assignment) for p in problems if p.student}
+    somewhere = {p.student for p in problems if p.student and not p.assignment}
+    where = Path(src) if src is not None else Path("submissions")
+    return [Problem(where, "no hand-in: nothing handed in maps to this student", st.id, a)
+            for st in roster if st.id not in somewhere for a in assignments if (st.id, a) not in have]
+
+
+def _import_handins(src: Path, lms: str, roster: list | None, outdir: Path):
+    """An LMS download laid out as nbgrader's folders under ``outdir/handins`` (a new folder each time):
+    (that folder or None, problems, the import or None). Every file that could not be mapped becomes a
+    :class:`Problem` naming it, and its student and assignment where they are known (their row)."""
     from . import handins
 
     try:
@@ -171,11 +198,11 @@ def _import_handins(src: Path, lms: str, roster: list | None, outdir: Path) -> t
             n += 1
         imported = handins.import_bulk(src, dest, lms, roster)
     except handins.HandinError as err:
-        return None, [Problem(src, str(err).removeprefix(f"{src}: "))]
+        return None, [Problem(src, str(err).removeprefix(f"{src}: "))], None
     print(f"hand-ins: {src} -> {dest}\n" + imported.summary())
-    problems = [Problem(src / origin, f"not mapped to a student and assignment: {why}")
-                for origin, why in imported.unmapped]
-    return dest, problems
+    problems = [Problem(src / s[0], f"not mapped to a student and assignment: {s[1]}", s.student, s.assignment)
+                for s in imported.unmapped]
+    return dest, problems, imported
 
 
 def cmd_grade(args) -> int:
@@ -191,17 +218,20 @@ def cmd_grade(args) -> int:
             print(f"error: {err}", file=sys.stderr)
             return 2
     extra: list[Problem] = []
+    late: dict = {}
+    given = src
     if src.suffix.lower() == ".zip" or args.lms:
-        folder, extra = _import_handins(src, args.lms or "auto", roster, Path(args.out or workdir))
+        folder, extra, imported = _import_handins(src, args.lms or "auto", roster, Path(args.out or workdir))
         if folder is None:
             _print_problems(extra)
             return 1
+        late = {(m.student, m.assignment): m.lms for m in imported.mapped if m.late}
         src = folder
     subs, problems = course.collect_submissions(src)
     problems = extra + problems
     return _grade_and_report(subs, problems, workdir, Path(args.out or workdir), not args.no_progress,
                              jobs=args.jobs or (os.cpu_count() or 1), force=args.force, scheduler=args.scheduler,
-                             exports=args.export or [], roster=roster)
+                             exports=args.export or [], roster=roster, late=late, src=given)
 
 
 def cmd_report(args) -> int:
@@ -481,9 +511,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lms", choices=["auto", "canvas", "moodle"],
                    help="SUBMISSIONS_DIR is an LMS's bulk download (a .zip is read as one without this)")
     p.add_argument("--roster", metavar="CSV",
-                   help="the class list (id,first_name,last_name,email[,lms_id]): names and emails in the "
-                        "--export files; with an LMS download it also maps the LMS's names and user ids to "
-                        "student ids (a file of someone not on it is listed, not graded)")
+                   help="the class list (id,first_name,last_name,email[,lms_id], or the LMS's own: a Canvas "
+                        "gradebook export, a Moodle participants export): names, emails and Canvas user ids in "
+                        "the --export files, a row for every student on it; with an LMS download it also maps "
+                        "the LMS's user ids (and names, for a row without lms_id) to student ids (a file of "
+                        "someone not on it is listed, not graded)")
     p.set_defaults(func=cmd_grade)
 
     p = sub.add_parser("report", help="the class report (HTML) rebuilt from what grading recorded",

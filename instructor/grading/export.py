@@ -16,13 +16,14 @@ the safe failure. Scores are written as numbers (a negative one stays a number).
 
         Student,ID,SIS User ID,SIS Login ID,Section,<assignment>,<assignment>,...
         Points Possible,,,,,<points>,<points>,...
-        <name>,,,<nbgrader student id>,,<score>,<score>,...
+        <name>,<Canvas user id from the roster>,,<nbgrader student id>,,<score>,<score>,...
 
     The five identity columns come first, in this order; then one column per assignment, headed
     with the assignment's name (Canvas matches an existing assignment by ``Name (canvas id)`` or by
     its name, and creates a new one from an unknown name, with the points of the ``Points
     Possible`` row, the second row). Canvas identifies the student by ``ID`` (its own numeric user
-    id, which nbgrader never knows, so it is left blank), ``SIS User ID`` or ``SIS Login ID``; a
+    id, which nbgrader never knows: it is filled from the roster's ``lms_id``, a Canvas gradebook
+    export's ``ID``, and left blank without one), ``SIS User ID`` or ``SIS Login ID``; a
     name is not a reliable key (two students can share one). The nbgrader student id goes in
     **SIS Login ID**:
     nbgrader's id is the JupyterHub user name, and a hub behind the institution's single sign-on
@@ -121,6 +122,7 @@ class Sheet:
     """A grade sheet, whatever it was read from: columns, rows and cells, in output order."""
     assignments: dict[str, float | None] = field(default_factory=dict)  # name -> points possible
     students: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (display name, email)
+    lms_ids: dict[str, str] = field(default_factory=dict)  # id -> Canvas's user id (canvas.csv's ID), from the roster
     grades: dict[tuple[str, str], Entry] = field(default_factory=dict)  # (student, assignment) -> entry
 
     def entry(self, student: str, assignment: str) -> Entry | None:
@@ -160,24 +162,34 @@ def _points_possible(assignment: str, results: list[course.Result]) -> float | N
 
 
 def sheet_from_results(results: list[course.Result], problems: Iterable[course.Problem] = (),
-                       people: dict[str, tuple[str, str]] | None = None) -> Sheet:
+                       people: dict[str, tuple[str, str]] | None = None,
+                       lms_ids: dict[str, str] | None = None) -> Sheet:
     """The sheet of one ``grade`` run: a row per student, a column per assignment (both sorted),
     and an empty cell with the reason for every file that was skipped (a :class:`course.Problem`
-    that names its student and assignment) and was not graded otherwise. ``people``: student id ->
-    (display name, email), from the roster or the gradebook."""
-    sheet = Sheet()
+    that names its student and assignment) and was not graded otherwise; a problem that names its
+    student but no assignment (a hand-in whose assignment could not be told) gives that student a
+    row, its reason in every cell left empty. ``people``: student id -> (display name, email), from
+    the roster or the gradebook; ``lms_ids``: student id -> Canvas user id (:func:`lms_ids_from`)."""
+    sheet = Sheet(lms_ids=dict(lms_ids or {}))
     people = people or {}
     skipped: dict[tuple[str, str], list[str]] = {}
+    anywhere: dict[str, list[str]] = {}   # student -> reasons with no assignment
     for p in problems:
         if p.student and p.assignment:
             skipped.setdefault((p.student, p.assignment), []).append(f"{Path(p.path).name}: {p.message}")
+        elif p.student:
+            anywhere.setdefault(p.student, []).append(f"{Path(p.path).name}: {p.message}")
     keys = {(r.student, r.assignment) for r in results} | set(skipped)
     for a in sorted({a for _, a in keys}):
         sheet.assignments[a] = _points_possible(a, results)
-    for s in sorted({s for s, _ in keys}):
+    for s in sorted({s for s, _ in keys} | set(anywhere)):
         sheet.students[s] = people.get(s, (s, ""))
     for key, why in skipped.items():
         sheet.grades[key] = Entry(None, _short(["not graded: " + " | ".join(why)]))
+    for s, why in anywhere.items():
+        for a in sheet.assignments:
+            if (s, a) not in keys:
+                sheet.grades[(s, a)] = Entry(None, _short(["not graded: " + " | ".join(why)]))
     for r in results:
         sheet.grades[(r.student, r.assignment)] = Entry(points_so_far(r) if r.ok else None, result_comment(r))
     return sheet
@@ -196,6 +208,12 @@ def people_from(roster=None, course_root: Path | None = None) -> dict[str, tuple
     for st in roster or ():
         people[st.id] = (_display_name(st), st.email or "")
     return people
+
+
+def lms_ids_from(roster=None) -> dict[str, str]:
+    """Student id -> Canvas user id, from a roster (:class:`handins.Student`) whose ``lms_id`` is
+    Canvas's (a Canvas gradebook export) or not said (the course's own roster's ``lms_id`` column)."""
+    return {st.id: st.lms_id for st in roster or () if st.lms_id and st.lms in ("", "canvas")}
 
 
 def _display_name(student) -> str:
@@ -264,7 +282,7 @@ def canvas_rows(sheet: Sheet) -> list[list]:
     rows = [CANVAS_IDENTITY + names,
             [CANVAS_POINTS_ROW, "", "", "", ""] + [_points(sheet.assignments[a]) for a in names]]
     for sid, (name, _email) in sheet.students.items():
-        rows.append([name, "", "", sid, ""] + [_cell(sheet.entry(sid, a)) for a in names])
+        rows.append([name, sheet.lms_ids.get(sid, ""), "", sid, ""] + [_cell(sheet.entry(sid, a)) for a in names])
     return rows
 
 
@@ -404,13 +422,14 @@ def format_arg(value: str) -> str:
 
 def export_results(results: list[course.Result], dest_dir: Path, formats: Iterable[str],
                    problems: Iterable[course.Problem] = (),
-                   people: dict[str, tuple[str, str]] | None = None) -> dict[str, list[Path]]:
+                   people: dict[str, tuple[str, str]] | None = None,
+                   lms_ids: dict[str, str] | None = None) -> dict[str, list[Path]]:
     """Write one file per format (Gradescope: one per assignment) into ``dest_dir``;
-    ``{format: [paths]}``. ``people``: :func:`people_from`."""
+    ``{format: [paths]}``. ``people``: :func:`people_from`; ``lms_ids``: :func:`lms_ids_from`."""
     chosen = parse_formats(formats)
     if not chosen:
         return {}
-    sheet = sheet_from_results(results, problems, people)
+    sheet = sheet_from_results(results, problems, people, lms_ids)
     return {fmt: write_sheet(sheet, fmt, dest_dir) for fmt in chosen}
 
 
