@@ -411,6 +411,9 @@ def copy_course(hub: Hub) -> None:
     if marker not in text:
         cfg.write_text(text + f"\n{marker}: the exchange every account shares\n"
                        f"c.Exchange.root = {str(hub.exchange)!r}\n")
+    owner = f"c.CourseExchangeCollect.course_accounts = [{hub.names.grader_account!r}]  # owns exchange/<course>/\n"
+    if owner not in cfg.read_text():  # so that root's collect, too, accepts the course folder own_exchange made
+        cfg.write_text(cfg.read_text() + owner)
     hub.exchange.mkdir(parents=True, exist_ok=True)
     os.chmod(hub.exchange, 0o1777)  # as /tmp: everyone may add, nobody may remove another's (nbgrader's layout)
 
