@@ -2,7 +2,8 @@
 
 nbgrader's autograde (the course's trusted pipeline included: :func:`.pipeline.sandboxed_config` and
 :func:`.pipeline.replay_config` keep nbgrader's ``AssignLatePenalties`` step) compares the submission's
-``timestamp.txt`` (written by ``nbgrader submit``, kept by the course's collect) with the assignment's
+``timestamp.txt`` (written by ``nbgrader submit``, kept by the course's collect, which re-stamps it with the
+folder's latest change time when it was backdated: :class:`.exchange.CourseExchangeCollect`) with the assignment's
 due date in the gradebook (``python -m instructor.grading.hub due ASSIGNMENT WHEN``, or formgrader's
 Manage Assignments). For a late submission it asks ``AssignLatePenalties.plugin_class`` for each
 notebook's penalty; ``nbgrader_config.py`` names :class:`PerDayPenalty`::
