@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import html
 import re
@@ -51,12 +52,12 @@ def template_exporter_class():
 
 @functools.lru_cache(maxsize=None)
 def _classes():
-    from jinja2 import BytecodeCache
+    from jinja2 import BytecodeCache, pass_context
     from nbconvert.exporters import HTMLExporter, TemplateExporter
     from nbconvert.exporters.html import WidgetsDataTypeFilter
     from nbconvert.filters.highlight import Highlight2HTML
 
-    from .sanitize import clean_page
+    from .sanitize import clean_page, isolate_fragment, isolate_notebook
 
     class InMemory(BytecodeCache):
         """Compiled templates kept for the life of the process, keyed by Jinja (name and source checksum)."""
@@ -75,14 +76,27 @@ def _classes():
     compiled = InMemory()
 
     class TemplateOnly(HTMLExporter):
-        """The page as the template writes it: compiled templates reused, no re-parse of the page."""
+        """The page as the template writes it: compiled templates reused, no re-parse of the page.
+        Every piece of the student's markup isolated before it goes in (:func:`.sanitize.isolate_notebook`
+        for outputs, raw cells and the values the template writes into its own tags;
+        :func:`.sanitize.isolate_fragment` for each markdown cell, once rendered)."""
+
+        #: Off only in tests, for the control page that shows the student's markup reaching the page.
+        isolate_student_markup = True
 
         def _create_environment(self):
             environment = super()._create_environment()
             environment.bytecode_cache = compiled
             return environment
 
+        @pass_context
+        def markdown2html(self, context, source):
+            html = super().markdown2html(context, source)
+            return isolate_fragment(html) if self.isolate_student_markup else html
+
         def from_notebook_node(self, nb, resources=None, **kw):
+            if self.isolate_student_markup:
+                nb = isolate_notebook(copy.deepcopy(nb))
             language = nb.metadata.get("language_info", {})
             lexer = language.get("pygments_lexer", language.get("name"))
             self.register_filter("highlight_code", self.filters.get(

@@ -50,10 +50,11 @@ import nh3
 from bleach._vendor import html5lib  # the parser bleach itself uses (html5lib, pinned with bleach)
 from bleach.css_sanitizer import CSSSanitizer
 from nbconvert.preprocessors import Preprocessor
+from pygments.token import STANDARD_TYPES
 from traitlets import Bool
 
-__all__ = ["ALLOWED_TAGS", "FEEDBACK_CSP", "clean_html", "clean_fragment", "clean_page", "is_inert", "inert_markdown",
-           "inert_output", "InertNotebook"]
+__all__ = ["ALLOWED_TAGS", "FEEDBACK_CSP", "ID_PREFIX", "STUDENT_CLASSES", "clean_html", "clean_fragment", "clean_page",
+           "is_inert", "inert_markdown", "inert_output", "isolate_fragment", "isolate_notebook", "InertNotebook"]
 
 ALLOWED_TAGS = frozenset({
     "a", "abbr", "acronym", "b", "blockquote", "br", "caption", "cite", "code", "col", "colgroup", "dd",
@@ -427,3 +428,109 @@ def clean_page(page: str, *, csp: str = FEEDBACK_CSP) -> str:
     return ('<!DOCTYPE html>\n<html>\n<head>\n<meta charset="utf-8" />\n'
             f'<meta http-equiv="Content-Security-Policy" content="{policy}" />\n'
             f"<title>{_html.escape(title)}</title>\n{styles}</head>\n<body>\n{body}\n</body>\n</html>\n")
+
+
+# --------------------------------------------------------------------------- student markup inside the page
+
+#: What a student's ``id`` becomes on a page (and a student's ``href="#x"``, so that the link still
+#: finds it): never one of the page's own ids (formgrader's score boxes are ``id="<grade_id>"``, and
+#: its JavaScript finds each one with ``$("#" + grade_id)``; the first match wins).
+ID_PREFIX = "user-content-"
+#: The classes nbconvert itself writes into a rendered markdown cell or output: heading anchors
+#: (``anchor-link``), Pygments' highlighting of fenced code (``highlight`` and its token classes),
+#: task lists, pandas' tables. Every other class a student writes goes: Bootstrap 3, which the pages
+#: ship, has ``modal-backdrop in`` (a fixed full-window layer) and ``navbar-fixed-top`` (a fixed
+#: banner), and formgrader's own JavaScript binds its grading buttons by class (``.nbgrader_cell``,
+#: ``.full-credit``, ``.score``, ``.tabbable``).
+STUDENT_CLASSES = frozenset({"anchor-link", "highlight", "hll", "task-list-item", "task-list-item-checkbox",
+                             "dataframe"}) | frozenset(c for c in STANDARD_TYPES.values() if c)
+
+
+def _student_attribute(tag: str, name: str, value: str):
+    """A student's attribute as it may reach a page, or None: :func:`_allow_attribute`, and then no
+    ``id`` that is not prefixed, no ``name``, no class outside :data:`STUDENT_CLASSES`."""
+    name = name.lower()
+    if name == "class":
+        kept = [c for c in value.split() if c in STUDENT_CLASSES]
+        return " ".join(kept) or None
+    if name == "id":
+        return ID_PREFIX + value if tag in _HEADINGS and _ID.fullmatch(value) else None
+    if not _allow_attribute(tag, name, value):
+        return None
+    if tag == "a" and name == "href" and value.startswith("#") and len(value) > 1:
+        return "#" + ID_PREFIX + value[1:]  # a link to a heading of the student's own: still works
+    return value
+
+
+_ISOLATE = dict(tags=set(ALLOWED_TAGS), clean_content_tags=set(PAGE_DROPPED - ALLOWED_TAGS),
+                attributes={"*": set(_PAGE_ATTRIBUTES)}, attribute_filter=_student_attribute, strip_comments=True,
+                link_rel=None, url_schemes={"http", "https", "mailto", "data"})
+
+
+def isolate_fragment(html) -> str:
+    """One piece of a student's markup (a rendered markdown cell, an HTML output, a raw cell) as it
+    may go into a page: through Ammonia (``nh3``) on its own, with the cells' allow-list and
+    :func:`_student_attribute`. What comes out is a closed tree: nothing in it can close the page's
+    element around it (a stray ``</div>`` is gone) or name one of the page's elements (ids prefixed
+    with :data:`ID_PREFIX`, no ``name``, no class but nbconvert's own), and no ``style`` but a table
+    cell's ``text-align``: nothing positioned over the page."""
+    html = html.decode() if isinstance(html, bytes) else "".join(html) if isinstance(html, list) else str(html)
+    return nh3.clean(html, **_ISOLATE)
+
+
+_CELL_TAG = re.compile(r"[A-Za-z0-9_.:\-]{1,100}")
+_GRADE_ID = re.compile(r"[A-Za-z0-9_\-]{1,200}")
+
+
+def isolate_notebook(nb):
+    """``nb`` (changed in place, returned) with nothing of the student's in the markup the template
+    itself writes, and every piece of the student's own markup through :func:`isolate_fragment`.
+    nbconvert's templates put some notebook values into their own tags: cell tags into a ``class``
+    (``celltag_<tag>``: a tag with a space adds any class), an image's ``width``/``height`` unquoted
+    (``1 class=modal-backdrop`` adds attributes), ``execution_count`` and nbgrader's ``grade_id``
+    unescaped. So: tags without spaces only, width and height only as numbers, an execution count
+    only as a number, a ``grade_id`` only as nbgrader allows one (else the cell is shown as a plain
+    cell). HTML outputs and raw cells are isolated here; markdown is isolated after it is rendered
+    (the exporter's ``markdown2html``, :func:`.feedback.template_exporter_class`)."""
+    for cell in nb.get("cells", []):
+        meta = cell.get("metadata")
+        if isinstance(meta, dict):
+            tags = meta.get("tags")
+            if tags is not None:
+                meta["tags"] = [t for t in tags if isinstance(t, str) and _CELL_TAG.fullmatch(t)] \
+                    if isinstance(tags, list) else []
+            grader = meta.get("nbgrader")
+            if grader is not None and (not isinstance(grader, dict) or (
+                    "grade_id" in grader and not (isinstance(grader["grade_id"], str)
+                                                  and _GRADE_ID.fullmatch(grader["grade_id"])))):
+                del meta["nbgrader"]
+        if "execution_count" in cell and not (type(cell["execution_count"]) is int):
+            cell["execution_count"] = None
+        if cell.get("cell_type") == "raw" and isinstance(cell.get("source"), (str, list)):
+            cell["source"] = isolate_fragment(cell["source"])
+        for out in cell.get("outputs", []) if isinstance(cell.get("outputs"), list) else []:
+            if not isinstance(out, dict):
+                continue
+            if "execution_count" in out and not (type(out["execution_count"]) is int):
+                out["execution_count"] = None
+            data = out.get("data")
+            if isinstance(data, dict) and "text/html" in data:
+                data["text/html"] = isolate_fragment(_text(data["text/html"]) or "")
+            meta = out.get("metadata")
+            if isinstance(meta, dict):
+                _isolate_output_metadata(meta)
+                for inner in meta.values():
+                    if isinstance(inner, dict):
+                        _isolate_output_metadata(inner)
+    return nb
+
+
+def _isolate_output_metadata(meta: dict) -> None:
+    for key in ("width", "height"):
+        if key in meta:
+            value = _meta_value(key, meta[key])
+            if value is None:
+                del meta[key]
+            else:
+                meta[key] = value
+    meta.pop("isolated", None)  # an <iframe> of the HTML, with the template's own style
