@@ -60,6 +60,7 @@ KINDS: dict[str, str] = {
     **{dt: dt for dt in ("float64", "float32", "float16", "bfloat16", "int64", "int32", "uint8", "bool",
                          "complex64")},
     "0-dim": r"0-dim",
+    "empty": r"empty",  # a tensor with no elements, e.g. of shape (0, 3)
     "non-contiguous": r"non-contiguous|transposed",
     "view": r"views?",
     "leaf": r"leaf",

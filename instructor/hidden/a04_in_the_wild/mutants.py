@@ -137,6 +137,18 @@ MUTANTS = {
                "            m.inplace = m.inplace\n"),
         Mutant("gradients compared without the input's", " + [leaf.grad.clone()]", "",
                equivalent="an in-place activation that changes the input's gradient changes a weight's too"),
+        Mutant("upstream weights sized from the last module", "trial(x).shape[-1]", "trial[-1].out_features"),
+        Mutant("the experiment in the model's own dtype (on a CPU copy)",
+               '    trial = copy.deepcopy(model).to("cpu", torch.float64)\n    for m in trial:\n'
+               '        if hasattr(m, "inplace"):\n            m.inplace = False\n'
+               '    g = torch.Generator().manual_seed(0)\n'
+               "    x = torch.randn(4, trial[0].in_features, generator=g, dtype=torch.float64)\n"
+               "    w = torch.randn(4, trial(x).shape[-1], generator=g, dtype=torch.float64)\n",
+               '    trial = copy.deepcopy(model).to("cpu")\n    for m in trial:\n'
+               '        if hasattr(m, "inplace"):\n            m.inplace = False\n'
+               '    g = torch.Generator().manual_seed(0)\n    dt = next(trial.parameters()).dtype\n'
+               "    x = torch.randn(4, trial[0].in_features, generator=g, dtype=torch.float64).to(dt)\n"
+               "    w = torch.randn(4, trial(x).shape[-1], generator=g, dtype=torch.float64).to(dt)\n"),
         Mutant("other upstream weights", "w = torch.randn(4, trial(x).shape[-1], generator=g, dtype=torch.float64)",
                "w = torch.ones(4, trial(x).shape[-1], dtype=torch.float64)",
                equivalent="an unsafe activation errors or changes the gradient for any upstream weights"),
@@ -191,8 +203,13 @@ MUTANTS = {
                equivalent="ones_like keeps y's device and dtype"),
         Mutant("the output kept on ctx and read from it", "        ctx.save_for_backward(x)\n        return x\n\n"
                "    @staticmethod\n    def backward(ctx, grad):\n        (y,) = ctx.saved_tensors\n",
-               "        ctx.y = x\n        return x\n\n    @staticmethod\n    def backward(ctx, grad):\n        y = ctx.y\n",
-               equivalent="forward's output, the same values at backward (no version check: nothing writes it later here)"),
+               "        ctx.y = x\n        return x\n\n    @staticmethod\n    def backward(ctx, grad):\n        y = ctx.y\n"),
+        Mutant("the output kept on ctx under another name", "        ctx.save_for_backward(x)\n        return x\n\n"
+               "    @staticmethod\n    def backward(ctx, grad):\n        (y,) = ctx.saved_tensors\n",
+               "        ctx.out = x\n        return x\n\n    @staticmethod\n    def backward(ctx, grad):\n        y = ctx.out\n"),
+        Mutant("the output kept in a list on ctx", "        ctx.save_for_backward(x)\n        return x\n\n"
+               "    @staticmethod\n    def backward(ctx, grad):\n        (y,) = ctx.saved_tensors\n",
+               "        ctx.kept = [x]\n        return x\n\n    @staticmethod\n    def backward(ctx, grad):\n        (y,) = ctx.kept\n"),
     )),
     "to_autograd": Target(checks=("to_autograd_tests",), mutants=(
         Mutant("the inference tensor itself", "return t.clone()", "return t"),
@@ -223,7 +240,14 @@ MUTANTS = {
         Mutant("float64 for every non-float dtype", "return t.clone()",
                "return t.clone() if t.dtype.is_floating_point else t.clone().double()"),
         Mutant("a round trip through the CPU", "return t.clone()", "return t.cpu().clone().to(t.device)",
-               equivalent="the copy ends on t's device with t's values (meta cannot run it: judged on the CPU)"),
+               equivalent="the copy ends on t's device with t's values (meta cannot run it: the text says such "
+                          "code is judged on the CPU cases)"),
+        Mutant("a new tensor from the values as a list (an empty t loses its shape)", "return t.clone()",
+               "return t.new_tensor(t.tolist())"),
+        Mutant("an error of its own on meta", "return t.clone()",
+               "if t.device.type == 'meta':\n        raise ValueError('no device')\n    return t.clone()"),
+        Mutant("copied row by row", "return t.clone()",
+               "return torch.stack([r.clone() for r in t]) if t.dim() > 1 else t.clone()"),
         Mutant("a buffer made on t's device", "return t.clone()",
                "return torch.empty(t.shape, dtype=t.dtype, device=t.device).copy_(t)",
                equivalent="a fresh normal tensor on t's device with t's values"),
