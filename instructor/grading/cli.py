@@ -186,6 +186,11 @@ def _absent(results: list[course.Result], problems: list[Problem], roster: list 
             for st in roster if st.id not in somewhere for a in assignments if (st.id, a) not in have]
 
 
+def _late(imported) -> dict:
+    """(student, assignment) -> the LMS that marked the hand-in late (Canvas's ``_LATE``)."""
+    return {(m.student, m.assignment): m.lms for m in imported.mapped if m.late}
+
+
 def _import_handins(src: Path, lms: str, roster: list | None, outdir: Path):
     """An LMS download laid out as nbgrader's folders under ``outdir/handins`` (a new folder each time):
     (that folder or None, problems, the import or None). Every file that could not be mapped becomes a
@@ -225,7 +230,7 @@ def cmd_grade(args) -> int:
         if folder is None:
             _print_problems(extra)
             return 1
-        late = {(m.student, m.assignment): m.lms for m in imported.mapped if m.late}
+        late = _late(imported)
         src = folder
     subs, problems = course.collect_submissions(src)
     problems = extra + problems

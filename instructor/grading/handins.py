@@ -671,14 +671,8 @@ def import_bulk(src: Path, dest: Path, lms: str = "auto", roster: list[Student] 
                 if item.body is not None and not kept:
                     item.body.discard()
         out.notes += reader.notes(src)
-        for student, ids in users.items():
-            if len(ids) < 2:
-                continue
-            why = (f"hand-ins of {student} come from {len(ids)} different LMS users ("
-                   + "; ".join(f"{which} user id {uid}, named {name!r}" for (which, uid), name in sorted(ids.items()))
-                   + "): none of them is graded; a student's LMS user id cannot be changed by her, her name can. "
-                     "Find out in the LMS who is who, then give the roster an lms_id (Canvas's ID) for this student")
-            out.conflicts[student] = why
+        out.conflicts.update(_conflicts(users))
+        for student, why in out.conflicts.items():
             for key in [k for k in candidates if k[0] == student]:
                 for c in candidates.pop(key):
                     out.unmapped.append(Skipped(c.name, why, student, key[1]))
@@ -695,6 +689,19 @@ def import_bulk(src: Path, dest: Path, lms: str = "auto", roster: list[Student] 
             chosen.body.copy_to(target)
             chosen.body.discard()
             out.mapped.append(Mapped(student, assignment, target, chosen.name, chosen.how, chosen.late, chosen.lms))
+    return out
+
+
+def _conflicts(users: dict[str, dict[tuple[str, str], str]]) -> dict[str, str]:
+    """Student -> why none of their hand-ins is graded: they come from more than one LMS user id."""
+    out = {}
+    for student, ids in users.items():
+        if len(ids) > 1:
+            out[student] = (
+                f"hand-ins of {student} come from {len(ids)} different LMS users ("
+                + "; ".join(f"{which} user id {uid}, named {name!r}" for (which, uid), name in sorted(ids.items()))
+                + "): none of them is graded; a student's LMS user id cannot be changed by her, her name can. "
+                  "Find out in the LMS who is who, then give the roster an lms_id (Canvas's ID) for this student")
     return out
 
 
