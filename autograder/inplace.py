@@ -61,7 +61,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatc
 
 __all__ = [
     "locate_inplace", "InplaceLocator", "run_located", "assert_no_inplace_on_saved",
-    "InplaceOnSavedError", "parse_version_error", "VersionError", "explain",
+    "assert_no_write_on_saved", "InplaceOnSavedError", "parse_version_error", "VersionError", "explain",
     "SavedTensor", "InplaceWrite", "Site", "measure_overhead", "main",
     "load_ipython_extension", "unload_ipython_extension",
 ]
@@ -415,6 +415,41 @@ def _numbers_as_tensors(func, args) -> tuple | None:
     return tuple(fixed) if changed else None
 
 
+def _geometry(t: torch.Tensor) -> tuple | None:
+    """``(storage offset, shape, strides, element size)``: which bytes of its storage a view covers."""
+    try:
+        return t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.element_size()
+    except Exception:  # sparse, nested, wrapper subclasses
+        return None
+
+
+_MASK_BYTES = 1 << 26  # spans larger than this are taken to overlap (no exact answer needed there)
+
+
+def _overlaps(a: tuple, b: tuple) -> bool:
+    """Whether two views of one storage (``_geometry``) share a byte: their spans first, then, when
+    the spans meet, exactly (a byte mask of the common span; slices of the same columns of a tensor
+    interleave without touching)."""
+    spans = []
+    for offset, shape, stride, size in (a, b):
+        if 0 in shape:
+            return False
+        lo = offset * size
+        spans.append((lo, lo + (sum((n - 1) * st for n, st in zip(shape, stride)) + 1) * size))
+    if max(spans[0][0], spans[1][0]) >= min(spans[0][1], spans[1][1]):
+        return False
+    base, top = min(spans[0][0], spans[1][0]), max(spans[0][1], spans[1][1])
+    if top - base > _MASK_BYTES:
+        return True
+    with torch._C._DisableTorchDispatch():  # no mode sees these ops (the locator's own included)
+        mask = torch.zeros(top - base, dtype=torch.bool)
+        views = []
+        for offset, shape, stride, size in (a, b):
+            views.append(mask.as_strided((*shape, size), (*(st * size for st in stride), 1), offset * size - base))
+        views[0].fill_(True)
+        return bool(views[1].any())
+
+
 class _Save:
     """One tensor a node saved, as the hot path keeps it: where, and who saved it.
 
@@ -423,12 +458,13 @@ class _Save:
     It becomes a ``SavedTensor`` only once a write broke it.
     """
     __slots__ = ("node", "attr", "index", "op", "frames", "key", "version", "dtype", "shape", "device",
-                 "record")
+                 "record", "geometry", "hidden")
 
     def __init__(self, node, attr, index, op, frames, key):
         self.node, self.attr, self.index, self.op, self.frames, self.key = node, attr, index, op, frames, key
-        self.version = self.dtype = self.shape = self.device = None
+        self.version = self.dtype = self.shape = self.device = self.geometry = None
         self.record: SavedTensor | None = None
+        self.hidden: SavedTensor | None = None  # its record once a write hidden from autograd reached it
 
     def look(self) -> None:
         """Before a write into this storage: note the tensor while PyTorch still hands it out."""
@@ -441,6 +477,20 @@ class _Save:
         except Exception:  # freed, or broken by a write the locator did not see
             return
         self.version, self.dtype, self.shape, self.device = t._version, t.dtype, tuple(t.shape), str(t.device)
+        self.geometry = _geometry(t)
+
+    def as_hidden_record(self) -> SavedTensor:
+        """The ``SavedTensor`` for this save, whose memory a write hidden from autograd reached
+        (``look`` ran before that write, so what it looks like is known)."""
+        if self.hidden is None:
+            sites = _sites(self.frames)
+            self.hidden = SavedTensor(
+                dtype=self.dtype, shape=self.shape, device=self.device,
+                node=self.node.name(), op=self.op, role=_role(self.attr, self.index),
+                version=self.version, current_version=self.version,
+                site=sites[0] if sites else None, caller=sites[1] if len(sites) > 1 else None,
+                _node=self.node, _key=self.key)
+        return self.hidden
 
     def as_record(self, message: str) -> SavedTensor:
         """The ``SavedTensor`` for this save, which ``message`` (PyTorch's complaint) says is broken."""
@@ -501,6 +551,7 @@ class _Recorder(TorchDispatchMode):
         self.nodes: dict[int, Any] = {}          # id -> node, kept alive so ids stay unique
         self.by_storage: dict[Any, list] = {}    # storage key -> [_Save]
         self.broken: list[SavedTensor] = []
+        self.hidden: list[SavedTensor] = []      # saves whose memory a write autograd cannot see reached
         self._prune_at = 4096
         self._last_caller = self._last_lineno = None   # the previous op's calling frame ...
         self._last_frames: tuple = ()                  # ... and its user lines (see __torch_dispatch__)
@@ -645,12 +696,24 @@ class _Recorder(TorchDispatchMode):
         entries = self.by_storage.get(key) if key is not None else None
         if not entries:
             return
-        alive = []
+        alive, where = [], None
         for save in entries:
             state, message = _probe(save.node, save.attr, save.index)
             if state == "freed":
                 continue
             alive.append(save)
+            if state == "ok" and save.geometry is not None:
+                # PyTorch's check passes, yet the write reached this save's memory: it went through a tensor
+                # with a version counter of its own (.data), or the save is unpacked by a hook that hands back
+                # the tensor itself (saved-tensor hooks skip the check): backward will use the new values
+                where = _geometry(t) if where is None else where
+                if where is not None and _overlaps(save.geometry, where):
+                    record = save.as_hidden_record()
+                    record.writes.append(InplaceWrite(_op_name(func), sites[0] if sites else None,
+                                                      sites[1] if len(sites) > 1 else None, save.version,
+                                                      save.version, writer))
+                    if record not in self.hidden:
+                        self.hidden.append(record)
             if state == "broken":
                 record = save.as_record(message)
                 now = int(_VERSION_NOW_RE.search(message).group(1))
@@ -931,7 +994,7 @@ class InplaceLocator:
         self._recorder.nodes.clear()
         self._recorder.by_storage.clear()
         self._recorder._last_caller = None
-        for record in self._recorder.broken:
+        for record in (*self._recorder.broken, *self._recorder.hidden):
             record._node = None
         return False
 
@@ -945,6 +1008,15 @@ class InplaceLocator:
         """Saves written after the save, in the order they broke."""
         self._recorder.flush()
         return list(self._recorder.broken)
+
+    @property
+    def hidden(self) -> list[SavedTensor]:
+        """Saves whose memory was written where PyTorch's version check cannot see it: through ``.data``
+        (a tensor with a version counter of its own), or a save that saved-tensor hooks hand back as the
+        tensor itself. Nothing fails; backward silently uses the new values. Each record's ``writes``
+        name the lines (their versions do not move)."""
+        self._recorder.flush()
+        return list(self._recorder.hidden)
 
     def explain(self, err: BaseException) -> str | None:
         """Report for an in-place RuntimeError, using what this locator saw."""
@@ -982,10 +1054,10 @@ class InplaceLocator:
             err.inplace_report = report
             err.add_note(report)
 
-    def _broken_needed_by(self, result) -> list[SavedTensor]:
-        """Broken saves whose node backward from ``result`` would reach."""
+    def _broken_needed_by(self, result, hidden: bool = False) -> list[SavedTensor]:
+        """Broken saves (``hidden``: saves written unseen) whose node backward from ``result`` would reach."""
         roots = [t.grad_fn for t in _tensors(result) if t.grad_fn is not None]
-        broken = self.broken
+        broken = self.hidden if hidden else self.broken
         if not roots:
             return broken
         seen, stack = {}, roots
@@ -1054,6 +1126,57 @@ def assert_no_inplace_on_saved(fn: Callable, *inputs, **kwargs):
                   f"{n} saved tensor{'s' if n > 1 else ''} would make backward fail.")
         raise InplaceOnSavedError("\n".join(_format_saved(r, None, header if i == 0 else "Also:")
                                             for i, r in enumerate(bad)), bad)
+    return result
+
+
+def _format_hidden(record: SavedTensor, header: str) -> str:
+    """The plain-words story of a save whose memory was written behind autograd's back."""
+    writes = [_where(w.site) for w in record.writes]
+    joined = writes[0] if len(writes) == 1 else ", ".join(writes[:-1]) + " and " + writes[-1]
+    dtype = str(record.dtype).replace("torch.", "")
+    keeps = "its result" if record.role == "result" else f"its input '{record.role}'"
+    lines = [header,
+             f"  In short: saved by {record.op} at {_where(record.site)}; written at {joined}, where autograd "
+             "cannot see it.",
+             f"  Tensor:  {dtype}, shape {list(record.shape)}, on {record.device}",
+             f"  Saved:   {record.op} at {_where(record.site)} kept {keeps} for backward (node {record.node}):"]
+    shown: set = set()
+    lines += _site_lines(record.site, record.caller, "             ", shown)
+    lines.append("  Then written into the same memory, in this order:")
+    for n, w in enumerate(record.writes, 1):
+        lines.append(f"    {n}. {_where(w.site)}  {_OP_WORDS.get(w.op, w.op)}")
+        lines += _site_lines(w.site, w.caller, "         ", shown)
+    lines += [f"  The saved tensor's version counter did not move (still {record.version}): the write went "
+              "through a tensor with a counter of its own (.data), or saved-tensor hooks hand the tensor itself "
+              "back to backward. PyTorch raises nothing and backward computes the gradient from the new values: "
+              "a wrong gradient, silently.",
+              "  Fix: leave the saved tensor alone - build the new values out of place (e.g. torch.cat of the "
+              "pieces) or write into a copy (y = y.clone()); hiding the write does not fix it."]
+    return "\n".join(lines)
+
+
+def assert_no_write_on_saved(fn: Callable, *inputs, **kwargs):
+    """Like :func:`assert_no_inplace_on_saved`, and also fail a write PyTorch's version check cannot see.
+
+    A write into the memory of a tensor autograd saved, through ``.data`` (a tensor with a version
+    counter of its own) or into a tensor saved-tensor hooks hand back as itself, breaks no save and
+    raises nothing: backward silently uses the new values. This check matches each write to the
+    saves by memory (the bytes each covers in its storage), so it fails those too. Returns ``fn``'s
+    result when clean; raises ``InplaceOnSavedError`` (``saved``: the broken saves, then the ones
+    written unseen) with the report.
+    """
+    with InplaceLocator() as loc:
+        result = fn(*inputs, **kwargs)
+        bad, unseen = loc._broken_needed_by(result), loc._broken_needed_by(result, hidden=True)
+    unseen = [r for r in unseen if r not in bad]
+    if bad or unseen:
+        n = len(bad) + len(unseen)
+        header = ("In-place write on a tensor autograd saved for backward: "
+                  f"{n} saved tensor{'s' if n > 1 else ''} written after the save.")
+        parts = [_format_saved(r, None, header if i == 0 else "Also:") for i, r in enumerate(bad)]
+        parts += [_format_hidden(r, header if not parts and i == 0 else
+                                 "Also, a write autograd cannot see:") for i, r in enumerate(unseen)]
+        raise InplaceOnSavedError("\n".join(parts), bad + unseen)
     return result
 
 

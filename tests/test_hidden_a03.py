@@ -176,8 +176,9 @@ WRONG = {
     "still_inplace": {"decode_gradients_tests", "decode_no_inplace_on_saved_tests"},
     "no_grad": {"decode_gradients_tests"},
     "detach": {"decode_gradients_tests"},
-    "data": {"decode_gradients_tests"},
-    "hooks": {"decode_gradients_tests"},
+    # writes autograd cannot see: the gradient is wrong, and the no-write test matches writes to saves by memory
+    "data": {"decode_gradients_tests", "decode_no_inplace_on_saved_tests"},
+    "hooks": {"decode_gradients_tests", "decode_no_inplace_on_saved_tests"},
     "missing_half": {"decode_matches_legacy_tests"},
     "no_square": {"decode_matches_legacy_tests", "decode_gradients_tests"},
     "dropped_classes": {"decode_matches_legacy_tests", "decode_contract_tests", "decode_gradients_tests"},
@@ -256,6 +257,8 @@ def test_each_wrong_decode_fails_exactly_its_checks(style):
     ("no_grad", "decode_gradients_tests", "no torch.no_grad()"),
     ("still_inplace", "decode_gradients_tests", "written in place"),
     ("still_inplace", "decode_no_inplace_on_saved_tests", "copy_"),
+    ("data", "decode_no_inplace_on_saved_tests", "where autograd cannot see it"),
+    ("hooks", "decode_no_inplace_on_saved_tests", "where autograd cannot see it"),
     ("not_implemented", "decode_contract_tests", "not implemented yet"),
     ("cpu_offset", "decode_contract_tests", "creates a tensor on the CPU while its input is on another device"),
     ("cpu_grid", "decode_contract_tests", "on a GPU this fails"),
@@ -269,16 +272,32 @@ def test_a_patched_locator_does_not_pass_an_inplace_decode():
     cheat = """
         import autograder.inplace as _inplace
         _inplace.assert_no_inplace_on_saved = lambda fn, *a, **k: fn(*a, **k)
+        _inplace.assert_no_write_on_saved = lambda fn, *a, **k: fn(*a, **k)
     """
     import autograder.inplace
 
-    original = autograder.inplace.assert_no_inplace_on_saved
+    originals = autograder.inplace.assert_no_inplace_on_saved, autograder.inplace.assert_no_write_on_saved
     ns = namespace(DECODES["still_inplace"], cheat)  # patches the module, in this process too
     try:
         v = verdict("decode_no_inplace_on_saved_tests", ns)
     finally:
-        autograder.inplace.assert_no_inplace_on_saved = original
+        autograder.inplace.assert_no_inplace_on_saved, autograder.inplace.assert_no_write_on_saved = originals
     assert not v.passed and "in-place" in v.message
+
+
+@pytest.mark.parametrize("style, line", [("data", "<cell>, line 4"), ("hooks", "yolo.py:105")])
+def test_a_write_hidden_from_autograd_fails_the_no_write_test_and_passed_the_version_check(style, line, monkeypatch):
+    """Issue 38: the section says the test fails any write into memory autograd saved; it used to ask PyTorch's
+    version check only, which a write through .data (or into a tensor identity saved-tensor hooks hand back)
+    never moves. Now the locator matches each write to the saves by storage bytes. The control: with the
+    version-only assertion in its place, the same decode passes this test."""
+    import autograder.inplace
+
+    ns = namespace(DECODES[style])
+    v = verdict("decode_no_inplace_on_saved_tests", ns)
+    assert not v.passed and "where autograd cannot see it" in v.message and line in v.message, v.message
+    monkeypatch.setattr(autograder.inplace, "assert_no_write_on_saved", autograder.inplace.assert_no_inplace_on_saved)
+    assert verdict("decode_no_inplace_on_saved_tests", ns).passed
 
 
 def test_tensor_made_on_the_cpu_is_named_when_p_is_elsewhere():

@@ -19,8 +19,9 @@ What each check catches
 ``decode_gradients_tests``  gradients reach ``p`` and equal autograd of the out-of-place formula in
     float64: catches ``no_grad``, ``.detach()``, ``.data`` writes, identity saved-tensor hooks and
     writes left in place.
-``decode_no_inplace_on_saved_tests``  no write on a tensor autograd saved, seen at the dispatch level
-    by :mod:`autograder.inplace`, and confirmed by a plain backward run outside the locator.
+``decode_no_inplace_on_saved_tests``  no write into the memory of a tensor autograd saved, seen at the
+    dispatch level by :mod:`autograder.inplace` (matched by storage bytes, so ``.data`` writes and
+    identity saved-tensor hooks fail too), and confirmed by a plain backward run outside the locator.
 ``fixed_detect_tests``  a drop-in head: subclass of ``LegacyDetect``, strict state-dict load, same
     outputs as the legacy head for 1-3 levels in eval / training / export mode and over repeated
     calls at other sizes, right gradients to the features and, in the pretrained detector, to the image.

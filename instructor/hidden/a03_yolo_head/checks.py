@@ -373,19 +373,19 @@ class DecodeGradients(Check):
 
 
 class DecodeNoInplace(Check):
-    """No write on a tensor autograd saved for the backward of ``decode``'s result.
+    """No write into the memory of a tensor autograd saved for the backward of ``decode``'s result.
 
     Input space: as for the gradients: ``p`` a leaf that requires grad, bs 1-4, na 1-4, maps 1-8,
     nc 1-80, float64 / float32 / float16 on the CPU and float32 / float16 on CUDA on a GPU grader,
-    stride a number or a 0-dim tensor. The probe runs ``decode`` under :func:`autograder.inplace.assert_no_inplace_on_saved`
-    (dispatch level: every write, whoever makes it) and returns its report as data; it also runs
-    ``decode`` and a backward *outside* the locator and returns what that backward said (error or
-    gradient). The judge does not trust a clean report alone: a backward that fails with autograd's
-    in-place error fails the case too (a submission may patch the locator in its own process). A
-    write autograd cannot see at all (``.data``, identity saved-tensor hooks) breaks no save and
-    raises nothing, so it passes here (the sample submissions expect that): its gradient is wrong,
-    which ``decode_gradients_tests`` (same inputs, gradient compared with the float64 reference)
-    rejects.
+    stride a number or a 0-dim tensor. The probe runs ``decode`` under
+    :func:`autograder.inplace.assert_no_write_on_saved` (dispatch level: every write, whoever makes
+    it, matched to the saves by the bytes of storage each covers) and returns its report as data.
+    So a write autograd cannot see fails too: through ``.data`` (a tensor with a version counter of
+    its own) or into a tensor that identity saved-tensor hooks hand back to backward; neither breaks
+    a save or raises, and both make the gradient silently wrong. The probe also runs ``decode`` and a
+    backward *outside* the locator and returns what that backward said (error or gradient). The
+    judge does not trust a clean report alone: a backward that fails with autograd's in-place error
+    fails the case too (a submission may patch the locator in its own process).
     """
     assignment, grade_id, function = ASSIGNMENT, "decode_no_inplace_on_saved_tests", "decode"
     draws = ("float64", "float32", "float16", "GPU", "0-dim")
@@ -398,16 +398,17 @@ class DecodeNoInplace(Check):
 
     @staticmethod
     def probe(ns, case):
-        from autograder.inplace import InplaceOnSavedError, assert_no_inplace_on_saved
+        from autograder.inplace import InplaceOnSavedError, assert_no_write_on_saved
 
         decode = student(ns, "decode")
         p, grid, ag, stride = _probe_inputs(case)
         q = p.detach().clone().requires_grad_(True)
-        out = {"located": True, "report": "", "broken": 0}
+        out = {"located": True, "report": "", "broken": 0, "unseen": 0}
         try:
-            ok, y = assert_no_inplace_on_saved(_probe_call, decode, q, grid, ag, stride)
+            ok, y = assert_no_write_on_saved(_probe_call, decode, q, grid, ag, stride)
         except InplaceOnSavedError as err:
-            out.update(report=str(err.report)[:3000], broken=len(err.saved))
+            out.update(report=str(err.report)[:3000], broken=len(err.saved),
+                       unseen=sum(1 for s in err.saved if s.message is None))  # written where autograd cannot see
             ok, y = True, None
         if not ok:
             return {"raised": y}
@@ -421,6 +422,13 @@ class DecodeNoInplace(Check):
             fail_raised(r["raised"], "decode(p, ...)", where)
         hint = ("the lines named above write into sigmoid's output, which backward needs. "
                 "Compute new tensors and torch.cat them, or write into y.clone().")
+        if r["broken"] and r.get("unseen", 0) == r["broken"]:
+            fail("decode writes into the memory of a tensor autograd saved for backward, where autograd "
+                 "cannot see it", inputs=where, detail=r["report"] or f"{r['broken']} saved tensor(s) written",
+                 hint="hiding a write from autograd (.data, saved-tensor hooks that hand back the same tensor) "
+                      "does not make it safe: backward then uses the decoded numbers instead of sigmoid's "
+                      "output, and the gradient is silently wrong. Compute new tensors and torch.cat them, or "
+                      "write into y.clone().")
         if r["broken"] or r["report"]:
             fail("decode writes in place into a tensor autograd saved for backward", inputs=where,
                  detail=r["report"] or f"{r['broken']} saved tensor(s) written", hint=hint)
