@@ -190,3 +190,80 @@ def test_drawing_ends_and_keeps_its_draws_where_torch_allclose_is_patched(monkey
 
     g0 = a00.autograd_of(None, a00.CubeSumGrad.DEFAULT, [1.0, 2.0])
     assert not _differs(g0, g0) and _differs(g0 + 1, g0) and not _differs(g0 * float("nan"), g0)
+
+
+# ------------------------------------------------------------------------- a derivative autograd did not compute
+# An answer that differentiates fn numerically (a complex step: fn on x + ih, tests/samples/00_orientation/
+# complex_step.py) is right to float64 precision on smooth functions. It used to lose its points only where a
+# drawn op happened to reject complex input (softplus), and was then told "not implemented yet". Now every
+# drawn function holds a `.detach()` (whose gradient autograd alone knows), and the probe counts the calls of
+# fn whose result autograd tracks, so the judge can say what happened.
+
+
+def test_a_complex_step_fails_and_is_told_autograd_did_not_compute_it():
+    from instructor.grading.samples import SAMPLES
+
+    check = a00.CubeSumGrad()
+    ns = _namespace_with(SAMPLES / "00_orientation" / "complex_step.py")
+    cases = check.cases()
+    v = _judge(check, ns, cases)
+    assert not v.passed and "autograd did not compute" in v.message and "is not implemented yet" not in v.message, v.message
+    assert "backward()/torch.autograd.grad" in v.message
+    # every drawn function fails it, with the same message, whether or not it holds an op that rejects complex
+    drawn = [c for c in cases if c["fn"] is not None]
+    assert any("softplus" not in c["fn"] for c in drawn)
+    for case in drawn:
+        one = _judge(check, ns, [case])
+        assert not one.passed and "autograd did not compute" in one.message, (case["label"], one.message)
+    # the default function is no evidence against it: the cube's complex step is exact
+    assert _judge(check, ns, [c for c in cases if c["fn"] is None]).passed
+
+
+def test_without_the_detached_piece_a_complex_step_passed():
+    """The control: the same drawn functions without `.detach()` and without softplus (what the draw could
+    give before) let the complex step through; an op that rejects complex input made it raise the
+    NotImplementedError that the generic runner reports as "not implemented yet"."""
+    from instructor.grading.samples import SAMPLES
+
+    check = a00.CubeSumGrad()
+    ns = _namespace_with(SAMPLES / "00_orientation" / "complex_step.py")
+    plain = [dict(c, fn=c["fn"].replace(".detach()", "")) for c in check.cases()
+             if c["fn"] is not None and "softplus" not in c["fn"]]
+    assert plain and _judge(check, ns, plain).passed
+    softplus = eval("lambda v: torch.nn.functional.softplus(v) * 2", {"torch": __import__("torch")})  # noqa: S307
+    with pytest.raises(NotImplementedError):
+        ns["cube_sum_grad"]([1.0, 2.0], softplus)
+    case = {"values": [1.0, 2.0], "fn": "lambda v: torch.nn.functional.softplus(v) * 2", "label": "softplus"}
+    v = _judge(check, ns, [case])
+    assert not v.passed and "autograd did not compute" in v.message and "is not implemented yet" not in v.message
+
+
+@pytest.mark.parametrize("grade_id", list(AUTOGRAD_CHECKS))
+def test_honest_autograd_styles_are_not_told_otherwise(grade_id):
+    """torch.func.grad and torch.autograd.grad track fn's result too: the reference styles pass every draw,
+    and a wrong answer that does use autograd keeps its usual message."""
+    check = AUTOGRAD_CHECKS[grade_id]()
+    name = check.function
+    styles = {
+        "cube_sum_grad_tests": [
+            "def cube_sum_grad(values, fn=lambda x: x ** 3):\n"
+            "    x = torch.tensor(values, dtype=torch.float64, device=DEVICE)\n"
+            "    return torch.func.grad(lambda t: fn(t).sum())(x)\n",
+            "def cube_sum_grad(values, fn=lambda x: x ** 3):\n"
+            "    x = torch.tensor(values, dtype=torch.float64, device=DEVICE, requires_grad=True)\n"
+            "    with torch.no_grad():\n        fn(x)\n"
+            "    return torch.autograd.grad(fn(x).sum(), x)[0]\n"],
+        "intermediate_grad_tests": [
+            "def intermediate_grad(values, fn=lambda h: h * h):\n"
+            "    h = torch.tensor(values, dtype=torch.float64).sigmoid()\n"
+            "    return torch.func.grad(lambda t: fn(t).sum())(h)\n"],
+    }[grade_id]
+    for code in styles:
+        ns = dict(notebook_namespace("00_orientation"))
+        exec(code, ns)  # noqa: S102
+        v = _judge(check, ns, check.cases())
+        assert v.passed, v.message
+    ns = dict(notebook_namespace("00_orientation"))
+    exec(styles[0].replace("fn(t).sum()", "fn(t).mean()"), ns)  # noqa: S102
+    v = _judge(check, ns, check.cases())
+    assert not v.passed and "autograd did not compute" not in v.message, v.message

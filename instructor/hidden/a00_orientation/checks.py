@@ -23,13 +23,22 @@ PIECES = ("{e}.sin()", "{e}.cos()", "{e}.tanh()", "{e}.sigmoid()", "torch.atan({
           "{e}.cumsum(0)", "({e}.flip(0) * v)", "({e} * {e})")
 _SQUARE = "({e} * {e})"
 _FIRST = PIECES[:6] + (_SQUARE,)  # the first piece is never linear in v
+#: The piece every drawn function holds once (never first): a factor autograd treats as a constant.
+#: Its gradient is autograd's alone: a numerical derivative (finite differences, a complex step) also
+#: differentiates ``v.detach()``, so an answer that avoids autograd fails every drawn function,
+#: whatever other pieces are drawn (and the judge tells it so, see :func:`check_gradient`).
+DETACHED = "({e} * (v.detach() + {c}))"
 
 
 def draw_function(rng) -> str:
-    """The source text of ``lambda v: ...``: 2 to 4 pieces, drawn with ``rng`` (a ``random.Random``)."""
+    """The source text of ``lambda v: ...``: 2 to 4 pieces, drawn with ``rng`` (a ``random.Random``),
+    one of them (not the first) :data:`DETACHED`."""
     e, squared = "v", False
-    for k in range(rng.randint(2, 4)):
-        piece = rng.choice([q for q in (_FIRST if k == 0 else PIECES) if not (squared and q == _SQUARE)])
+    n = rng.randint(2, 4)
+    at = rng.randint(1, n - 1)
+    for k in range(n):
+        piece = DETACHED if k == at else rng.choice(
+            [q for q in (_FIRST if k == 0 else PIECES) if not (squared and q == _SQUARE)])
         squared = squared or piece == _SQUARE
         c = round(rng.uniform(0.5, 2.5), 2)
         e = piece.format(e=e, c=c)
@@ -63,7 +72,8 @@ def function_cases(value_lists, default: str, seed: int, at_sigmoid: bool = Fals
             for _ in range(DRAWS):
                 src = draw_function(rng)
                 g, g0 = autograd_of(src, default, values, at_sigmoid), autograd_of(None, default, values, at_sigmoid)
-                if _differs(g, g0):
+                numeric = autograd_of(src.replace(".detach()", ""), default, values, at_sigmoid)
+                if _differs(g, g0) and _differs(g, numeric):  # a numerical derivative fails this one too
                     break
             cases.append({"values": values, "fn": src, "label": f"values = {values}, fn = {src}{when}"})
     return cases
@@ -87,16 +97,31 @@ def _differs(g: torch.Tensor, g0: torch.Tensor, tol: float = 1e-6) -> bool:
 
 def call_with_fn(f, case):
     """The student's ``f(values)`` or ``f(values, fn)`` (fn built here from the case's source text); a
-    signature without ``fn`` comes back as ``{"no_fn": message}`` (shipped helper)."""
+    signature without ``fn`` comes back as ``{"no_fn": message}`` (shipped helper). ``fn`` is handed over
+    wrapped: ``calls`` counts its calls, and those whose result is part of autograd's graph (requires
+    grad). Called, but never on a graph, means autograd never saw ``fn``: an error raised then comes
+    back as ``{"no_autograd": message}`` (the student then reads that, not "not implemented yet"). The
+    count only chooses the message; the values alone decide pass or fail."""
     values = list(case["values"])
     if case["fn"] is None:
         return {"grad": f(values)}
-    fn = eval(case["fn"], {"torch": torch})
+    inner = eval(case["fn"], {"torch": torch})
+    calls = {"all": 0, "graph": 0}
+
+    def fn(x):
+        calls["all"] += 1
+        out = inner(x)
+        if isinstance(out, torch.Tensor) and out.requires_grad:
+            calls["graph"] += 1
+        return out
+
     try:
-        return {"grad": f(values, fn)}
-    except TypeError as err:
-        if "positional argument" in str(err) or "unexpected keyword" in str(err):
+        return {"grad": f(values, fn), "calls": calls}
+    except Exception as err:  # noqa: BLE001 - re-raised unless it tells what the student must read
+        if isinstance(err, TypeError) and ("positional argument" in str(err) or "unexpected keyword" in str(err)):
             return {"no_fn": str(err)[:300]}
+        if calls["all"] and not calls["graph"]:
+            return {"no_autograd": f"{type(err).__name__}: {str(err)[:300]}", "calls": calls}
         raise
 
 
@@ -109,6 +134,20 @@ def check_gradient(r, case, name, default, default_text, at_sigmoid, hint):
                expected=f"def {name}(values, fn={default}): fn is the function to differentiate",
                got=r.get("no_fn"), hint=f"keep the notebook's first line, def {name}(values, fn={default}):, "
                                         f"and use fn in the body instead of {default_text}.")
+    calls = r.get("calls") or {}
+    no_autograd = bool(calls.get("all")) and not calls.get("graph")
+    if "no_autograd" in r or no_autograd:
+        expected = autograd_of(case["fn"], default, case["values"], at_sigmoid)
+        if "no_autograd" in r or not (isinstance(r["grad"], torch.Tensor) and r["grad"].shape == expected.shape
+                                      and torch.allclose(r["grad"].detach().cpu().double(), expected,
+                                                         rtol=1e-10, atol=1e-12)):
+            fail(f"{what} returned a gradient autograd did not compute", inputs=case["label"],
+                 detail=r.get("no_autograd", ""),
+                 expected="fn called on a tensor that requires grad, then .backward() or torch.autograd.grad",
+                 got=f"fn called {calls.get('all', 0)} time(s), never on a tensor autograd tracks",
+                 hint="use .backward()/torch.autograd.grad: make x with requires_grad=True, call fn(x).sum()"
+                      ".backward() and return x.grad. A numerical derivative (finite differences, a complex "
+                      "step) is not autograd's: fn may hold .detach(), which autograd alone honours.")
     g = r["grad"]
     expected = autograd_of(case["fn"], default, case["values"], at_sigmoid)
     check_tensor(g, what, shape=tuple(expected.shape), hint=hint)

@@ -87,6 +87,12 @@ MUTANTS = {
                "torch.ones(1, requires_grad=True).sum().backward()\n    return 3 * x.detach() ** 2"),
         Mutant("the formula, after the backward it asks for", "return x.grad", "return 3 * x.detach() ** 2"),
         Mutant("abs of the gradient", "return x.grad", "return x.grad.abs()"),
+        Mutant("a complex step instead of autograd", "fn(x).sum().backward()\n    return x.grad",
+               "v, eye = x.detach(), torch.eye(len(values), dtype=torch.float64, device=DEVICE)\n"
+               "    return torch.stack([fn(v + 1e-30j * e).sum().imag / 1e-30 for e in eye])"),
+        Mutant("central finite differences instead of autograd", "fn(x).sum().backward()\n    return x.grad",
+               "v, eye = x.detach(), torch.eye(len(values), dtype=torch.float64, device=DEVICE)\n"
+               "    return torch.stack([(fn(v + 1e-6 * e).sum() - fn(v - 1e-6 * e).sum()) / 2e-6 for e in eye])"),
         Mutant("upstream gradient 2", ".sum().backward()", ".sum().backward(torch.tensor(2.0, dtype=torch.float64, device=DEVICE))"),
         Mutant("the CPU instead of DEVICE", "device=DEVICE", "device='cpu'", equivalent=_DEVICE_IS_CPU),
         Mutant("torch.sum", "fn(x).sum()", "torch.sum(fn(x))", equivalent="the same sum"),
@@ -149,6 +155,9 @@ MUTANTS = {
         Mutant("cached by the number of values", "    return h.grad",
                "    return intermediate_grad.__dict__.setdefault(len(values), h.grad)"),
         Mutant("fn times h", "fn(h)", "(fn(h) * h)"),
+        Mutant("a complex step instead of autograd", "    h.retain_grad()\n    fn(h).sum().backward()\n    return h.grad",
+               "    v, eye = h.detach(), torch.eye(len(values), dtype=torch.float64)\n"
+               "    return torch.stack([fn(v + 1e-30j * e).sum().imag / 1e-30 for e in eye])"),
         Mutant("2h written by hand", "    h.retain_grad()\n    fn(h).sum().backward()\n    return h.grad",
                "    return (2 * h).detach()"),
         Mutant("2h written by hand after the backward", "return h.grad", "return (2 * h).detach()"),

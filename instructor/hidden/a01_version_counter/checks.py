@@ -26,29 +26,51 @@ _NODES = re.compile(r"^Sigmoid(Backward0)?$")
 class ReproduceSigmoidError(Check):
     """``reproduce_sigmoid_error()``: no input; returns the RuntimeError that backward raised after two
     slice writes into a sigmoid's output of a detector-shaped tensor (5 dims, at least 5 outputs; the
-    task suggests (2, 3, 8, 8, 7) float32, other shapes are right too). Called twice. The probe reports
-    the type, the message and the traceback's frames (plain data); the judge reads them."""
+    task suggests (2, 3, 8, 8, 7) float32, other shapes are right too). Called once per case, and twice
+    in a row in a third case whose two results are compared: the text says each call returns its own
+    error, so the same exception object twice (a cached error) fails. The probe reports the type, the
+    message and the traceback's frames (plain data); the judge reads them."""
     assignment, grade_id, function = ASSIGNMENT, "reproduce_sigmoid_error_tests", "reproduce_sigmoid_error"
     draws = ("repeated calls",)
 
     def cases(self):
-        return [{"call": k, "label": f"reproduce_sigmoid_error(), call {k}"} for k in (1, 2)]
+        return ([{"call": k, "label": f"reproduce_sigmoid_error(), call {k}"} for k in (1, 2)]
+                + [{"call": "pair", "label": "reproduce_sigmoid_error() called twice in a row, the two errors compared"}])
 
     @staticmethod
     def probe(ns, case):
         import os
 
-        err = student(ns, "reproduce_sigmoid_error")()
-        frames, tb = [], getattr(err, "__traceback__", None) if isinstance(err, BaseException) else None
-        while tb is not None and len(frames) < 200:
-            code = tb.tb_frame.f_code
-            frames.append([os.path.realpath(code.co_filename), code.co_name])
-            tb = tb.tb_next
-        return {"type": type(err).__name__, "mro": [c.__name__ for c in type(err).__mro__],
-                "message": str(err) if isinstance(err, BaseException) else repr(err)[:200],
-                "frames": frames}
+        def report(err):
+            frames, tb = [], getattr(err, "__traceback__", None) if isinstance(err, BaseException) else None
+            while tb is not None and len(frames) < 200:
+                code = tb.tb_frame.f_code
+                frames.append([os.path.realpath(code.co_filename), code.co_name])
+                tb = tb.tb_next
+            return {"type": type(err).__name__, "mro": [c.__name__ for c in type(err).__mro__],
+                    "message": str(err) if isinstance(err, BaseException) else repr(err)[:200],
+                    "frames": frames}
+
+        fn = student(ns, "reproduce_sigmoid_error")
+        if case["call"] == "pair":
+            first, second = fn(), fn()
+            return {"pair": [report(first), report(second)], "same_object": first is second}
+        return report(fn())
 
     def judge(self, case, r):
+        if case["call"] == "pair":
+            for one in r["pair"]:
+                self.judge_one(one)
+            check_true(not r["same_object"], "reproduce_sigmoid_error() returned the same exception object twice",
+                       inputs=case["label"], expected="a new RuntimeError from each call's own backward",
+                       got="the second call returned the first call's error (`first is second`)",
+                       hint="make p, run the decode and call backward inside the function, every call: no "
+                            "error kept from an earlier call (no global, no cache).")
+            return
+        self.judge_one(r)
+
+    @staticmethod
+    def judge_one(r):
         hint = "catch the exception with `except RuntimeError as err:` and `return err` (return, not raise)."
         check_true("RuntimeError" in r["mro"], "reproduce_sigmoid_error() has the wrong type",
                    expected="RuntimeError", got=f"{r['type']}: {r['message'][:120]}", hint=hint)
@@ -244,11 +266,14 @@ class ReadErrorMessage(Check):
 
 
 class SavedBy(Check):
-    """``saved_by(op)``: ``op`` is one differentiable PyTorch op of one tensor (it records a single
-    node; no views), defined for positive values of any shape (the task's experiment uses a float64
-    non-leaf with values in [0.5, 2)). Returns a set from {"input", "output"}. Ops cover all four
-    answers: unary maths, activations, reductions, products of the tensor with itself or with a
-    constant tensor, powers. The truth is the write-and-backward experiment, run here. A set or a
+    """``saved_by(op)``: ``op`` is any differentiable function of one tensor (the task text: "a function
+    of one tensor"), one op or several composed (no views), defined for positive values of any shape
+    (the task's experiment uses a float64 non-leaf with values in [0.5, 2)). Returns a set from
+    {"input", "output"}: whether backward through the whole function needs the input, its output.
+    Ops cover all four answers: unary maths, activations, reductions, products of the tensor with
+    itself or with a constant tensor, powers, and compositions whose last node alone gives another
+    answer (``t ** 2 + 1``: the add saves nothing, the square saves the input) or whose first node does
+    (``t.tanh().sqrt()``). The truth is the write-and-backward experiment, run here. A set or a
     frozenset (as the visible test accepts)."""
     assignment, grade_id, function = ASSIGNMENT, "saved_by_tests", "saved_by"
     draws = ()
@@ -271,6 +296,10 @@ class SavedBy(Check):
         "lambda t: t * 3", "lambda t: t - 2", "torch.neg", "lambda t: t.sum()", "lambda t: t.mean()",
         "lambda t: t.cumsum(-1)", "lambda t: t * torch.tensor(3.0, dtype=t.dtype)", "lambda t: t / 4",
         "torch.sign",
+        # composed: the answer is the whole function's, not its last (or first) node's
+        "lambda t: t ** 2 + 1", "lambda t: (t ** 2).exp()", "lambda t: t.exp() + t.sin()",
+        "lambda t: torch.log(t).mean()", "lambda t: t.sigmoid() * 2", "lambda t: (t + 1).tanh()",
+        "lambda t: t.tanh().sqrt()",
     ]
 
     def cases(self):

@@ -119,6 +119,8 @@ MUTANTS = {
                "    y = reproduce_sigmoid_error.__dict__.setdefault('y', p.sigmoid())\n"
                "    y[..., 0:2] = (y[..., 0:2] * 2 - 0.5 + GRID) * STRIDE\n"
                "    y[..., 2:4] = (y[..., 2:4] * 2) ** 2 * ANCHOR_GRID\n"),
+        Mutant("the first call's error kept and returned again", "        return err\n",
+               "        return reproduce_sigmoid_error.__dict__.setdefault('err', err)\n"),
         Mutant("catches Exception", "except RuntimeError as err", "except Exception as err",
                equivalent="the error is a RuntimeError"),
         Mutant("a non-leaf p", "broken_decode(p,", "broken_decode(p * 1,",
@@ -212,6 +214,12 @@ MUTANTS = {
                "    found = set()\n"),
         Mutant("the names swapped", "found.add(role)", "found.add({'input': 'output', 'output': 'input'}[role])"),
         Mutant("a tuple", "    return found", "    return tuple(found)"),
+        Mutant("the last node's saved tensors only", "    found = set()\n",
+               "    x = (torch.rand(5, dtype=torch.float64) + 0.5).requires_grad_().clone()\n    y = op(x)\n"
+               "    saved = [getattr(y.grad_fn, n) for n in dir(y.grad_fn) if n.startswith('_saved_')]\n"
+               "    saved = [v for v in saved if isinstance(v, torch.Tensor)]\n"
+               "    return {r for r, t in (('input', x), ('output', y)) if any(v.data_ptr() == t.data_ptr() for v in saved)}\n"
+               "    found = set()\n"),
         Mutant("the write before the op", "        y = op(x)\n        with torch.no_grad():\n            (x if role == \"input\" else y).mul_(1.0)\n",
                "        with torch.no_grad():\n            x.mul_(1.0)\n        y = op(x)\n"),
         Mutant("both written in each round", '(x if role == "input" else y).mul_(1.0)', "x.mul_(1.0)\n            y.mul_(1.0)"),
