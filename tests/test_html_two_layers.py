@@ -22,6 +22,7 @@ where the sanitizer runs.
 """
 from __future__ import annotations
 
+import contextlib
 import http.server
 import os
 import re
@@ -135,6 +136,21 @@ def _feedback_config(defended: bool):
     return c
 
 
+@contextlib.contextmanager
+def isolation_off():
+    """The course's exporter without its isolation of each piece of student markup
+    (:func:`instructor.grading.sanitize.isolate_fragment`, ``tests/test_page_takeover.py``): the page as
+    nbconvert's template writes it, for the controls and the policy-only pages."""
+    from instructor.grading.feedback import template_exporter_class
+
+    cls = template_exporter_class()
+    cls.isolate_student_markup = False
+    try:
+        yield
+    finally:
+        cls.isolate_student_markup = True
+
+
 FEEDBACK_RESOURCES = {"nbgrader": {"notebook": NOTEBOOK, "score": 0, "max_score": 0, "late_penalty": 0}}
 
 
@@ -150,8 +166,9 @@ def _feedback_pages(nb, out: Path) -> dict:
         copy.deepcopy(nb), resources=copy.deepcopy(FEEDBACK_RESOURCES))
     # the page generate_feedback wrote before this defence: the course's exporter without clean_page,
     # nothing made inert (nbconvert's template text as it is)
-    raw, _ = template_exporter_class()(config=_feedback_config(False)).from_notebook_node(
-        copy.deepcopy(nb), resources=copy.deepcopy(FEEDBACK_RESOURCES))
+    with isolation_off():
+        raw, _ = template_exporter_class()(config=_feedback_config(False)).from_notebook_node(
+            copy.deepcopy(nb), resources=copy.deepcopy(FEEDBACK_RESOURCES))
     meta = re.compile(r'<meta http-equiv="Content-Security-Policy"[^>]*>\n?')
     assert len(meta.findall(defended)) == 1 and "script-src 'none'" in defended
     assert "<script" not in defended.lower()
@@ -204,8 +221,9 @@ def _formgrader_variants(nb_path: Path) -> dict:
                      base_url="", student=STUDENT, last_name="", first_name="", notebook_path="x.ipynb")
     sanitized, _ = secure_submission_page(_render_with(HTMLExporter(config=config(True)), str(nb_path)),
                                           dict(resources), "/formgrader/static/")
-    unsanitized, policy = secure_submission_page(_render_with(HTMLExporter(config=config(False)), str(nb_path)),
-                                                 dict(resources), "/formgrader/static/", sanitize=False)
+    with isolation_off():
+        unsanitized, policy = secure_submission_page(_render_with(HTMLExporter(config=config(False)), str(nb_path)),
+                                                     dict(resources), "/formgrader/static/", sanitize=False)
     stock, _ = HTMLExporter(config=config(False)).from_filename(str(nb_path), resources=dict(resources))
     assert "script-src 'nonce-" in policy and "'unsafe-inline'" not in policy.split("style-src")[0]
     return {"sanitizer only": (sanitized, None), "policy only": (unsanitized, policy),
@@ -436,8 +454,9 @@ def test_each_layer_alone_on_the_markup(tmp_path):
     from instructor.grading.sanitize import clean_page, inert_output
 
     nb, _ = _hostile_notebook()
-    raw, _ = template_exporter_class()(config=_feedback_config(False)).from_notebook_node(
-        copy.deepcopy(nb), resources=copy.deepcopy(FEEDBACK_RESOURCES))
+    with isolation_off():
+        raw, _ = template_exporter_class()(config=_feedback_config(False)).from_notebook_node(
+            copy.deepcopy(nb), resources=copy.deepcopy(FEEDBACK_RESOURCES))
     assert "width=1 onload=" in raw and '<!--\n' in raw  # the bypasses, as nbconvert writes them
     page = clean_page(raw)  # nh3 alone, on nbconvert's raw page
     body = page[page.index("<body>"):]

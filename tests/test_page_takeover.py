@@ -42,7 +42,7 @@ from instructor.grading import report
 from instructor.grading.pipeline import QuestionScore, Result
 from instructor.grading.sanitize import ID_PREFIX, isolate_fragment, isolate_notebook, render_markdown
 from test_browser import CHROMIUM, CHROMIUM_ARGS, _free_port, _require_browser
-from test_html_two_layers import FEEDBACK_RESOURCES, PNG, _feedback_config
+from test_html_two_layers import FEEDBACK_RESOURCES, PNG, _feedback_config, isolation_off as defence_off
 
 REPO = Path(__file__).resolve().parents[1]
 COURSE_ID = "inplace-autograd"
@@ -122,24 +122,6 @@ def _notebook(names=None):
     nb = new_notebook(cells=cells, metadata={"language_info": {"name": "python"}})
     nbformat.validate(nb)
     return nb
-
-
-@pytest.fixture
-def defence_off():
-    """The defence monkeypatched off for the control pages (the exporter as it was before it)."""
-    from instructor.grading.feedback import template_exporter_class
-
-    cls = template_exporter_class()
-
-    class Off:
-        def __enter__(self):
-            cls.isolate_student_markup = False
-
-        def __exit__(self, *exc):
-            cls.isolate_student_markup = True
-
-    yield Off()
-    cls.isolate_student_markup = True
 
 
 # --------------------------------------------------------------------------- what a page shows
@@ -300,7 +282,7 @@ def test_isolate_notebook_keeps_the_student_out_of_the_template_s_tags():
         before.cells[0].outputs[0].metadata["image/png"]["width"]
 
 
-def test_the_feedback_page_carries_no_student_class_id_or_name_and_the_control_does(defence_off):
+def test_the_feedback_page_carries_no_student_class_id_or_name_and_the_control_does():
     from instructor.grading.feedback import exporter_class
 
     nb = _notebook()
@@ -311,7 +293,7 @@ def test_the_feedback_page_carries_no_student_class_id_or_name_and_the_control_d
         return html[html.index("<body"):]
 
     defended = page()
-    with defence_off:
+    with defence_off():
         control = page()
     for marker in ('class="modal-backdrop in"', 'class="nbgrader_cell"', f'id="{GRADE_IDS[1]}"',
                    "navbar-fixed-bottom", 'class="affix"', "celltag_x navbar-fixed-bottom"):
@@ -322,7 +304,7 @@ def test_the_feedback_page_carries_no_student_class_id_or_name_and_the_control_d
 # --------------------------------------------------------------------------- in Chromium
 
 @pytest.mark.browser
-def test_feedback_page_payloads_stay_in_their_cells_and_the_control_shows_them_out(tmp_path, defence_off):
+def test_feedback_page_payloads_stay_in_their_cells_and_the_control_shows_them_out(tmp_path):
     _require_browser()
     from playwright.sync_api import sync_playwright
 
@@ -333,7 +315,7 @@ def test_feedback_page_payloads_stay_in_their_cells_and_the_control_shows_them_o
         for names in (None, {"overlay-link"}):  # the whole corpus; the overlay alone (the click's target)
             nb = _notebook(names)
             if variant == "control":
-                with defence_off:
+                with defence_off():
                     html, _ = exporter_class()(config=_feedback_config(True)).from_notebook_node(
                         nb, resources=copy.deepcopy(FEEDBACK_RESOURCES))
             else:
@@ -487,7 +469,7 @@ def formgrader(tmp_path_factory):
                 proc.kill()
 
 
-def _control_page(course: Path, student: str, submission_id: str, defence_off) -> tuple[str, str]:
+def _control_page(course: Path, student: str, submission_id: str) -> tuple[str, str]:
     """formgrader's page for ``student`` as the extension serves it (nh3, nonce'd scripts, the policy),
     built here with the defence monkeypatched off."""
     from nbconvert.exporters import HTMLExporter
@@ -503,7 +485,7 @@ def _control_page(course: Path, student: str, submission_id: str, defence_off) -
                      base_url="", student=student, last_name="", first_name="",
                      notebook_path=f"/tree/autograded/{student}/{ASSIGNMENT}/{NOTEBOOK}.ipynb")
     nb_path = course / "autograded" / student / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
-    with defence_off:
+    with defence_off():
         return secure_submission_page(_render_with(HTMLExporter(config=c), str(nb_path)), resources,
                                       "/formgrader/static/")
 
@@ -520,7 +502,7 @@ def _grading_ready(page) -> dict:
 
 
 @pytest.mark.browser
-def test_formgrader_one_click_gives_no_marks_and_shows_no_overlay_the_control_does(formgrader, defence_off):
+def test_formgrader_one_click_gives_no_marks_and_shows_no_overlay_the_control_does(formgrader):
     _require_browser()
     from playwright.sync_api import sync_playwright
 
@@ -534,7 +516,7 @@ def test_formgrader_one_click_gives_no_marks_and_shows_no_overlay_the_control_do
                 url = f"{base}/formgrader/submissions/{ids[student]}/"
                 for variant in ("defended", "control"):
                     _reset_scores(course, student)
-                    fulfil = _control_page(course, student, ids[student], defence_off) if variant == "control" else None
+                    fulfil = _control_page(course, student, ids[student]) if variant == "control" else None
                     seen[(student, variant)] = _visit(browser, url, headers=headers, fulfil=fulfil,
                                                       before_click=_grading_ready, settle_ms=1500)
                     scores[(student, variant)] = _manual_scores(course, student)
