@@ -179,6 +179,31 @@ def test_the_change_time_of_a_file_counts_not_only_the_folders(tmp_path):
     assert real == datetime.datetime.fromtimestamp(nb_ctime, datetime.timezone.utc).replace(tzinfo=None)
 
 
+def test_a_change_while_it_is_collected_counts_too(tmp_path, caplog, monkeypatch):
+    """The student rewrites her notebook between the collect's check and its copy: the copy is of the
+    new notebook, so the change time after the copy is the hand-in time."""
+    import time
+
+    now = _utc_now()
+    exchange, course = _course(tmp_path, due=now - datetime.timedelta(hours=1))
+    folder = _hand_in(exchange, "alice", now)
+    time.sleep(1.1)
+    nb = folder / f"{ASSIGNMENT}.ipynb"
+    real_copytree = course_exchange.shutil.copytree
+
+    def rewrite_then_copy(src, dest, **kw):
+        nb.write_text(nb.read_text().replace('"student"', '"rewritten"'))
+        return real_copytree(src, dest, **kw)
+
+    monkeypatch.setattr(course_exchange.shutil, "copytree", rewrite_then_copy)
+    monkeypatch.setattr(course_exchange.CourseExchangeCollect, "clock_skew_seconds", 0.5)
+    _collect(exchange, course, caplog)
+    collected = course / "submitted" / "alice" / ASSIGNMENT
+    assert '"rewritten"' in (collected / f"{ASSIGNMENT}.ipynb").read_text()
+    assert _collected_stamp(course, "alice") == course_exchange.handed_in_at(str(folder)) > now
+    assert "RE-STAMPED" in caplog.text
+
+
 def test_an_honest_hand_in_is_collected_as_it_was(tmp_path, caplog):
     now = _utc_now()
     exchange, course = _course(tmp_path, due=now + datetime.timedelta(hours=1))

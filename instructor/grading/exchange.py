@@ -122,6 +122,7 @@ class CourseExchangeCollect(ExchangeCollect):
         self._refuse_foreign_course()
         self.refused: list[tuple[str, str]] = []
         self.restamped: dict[str, tuple[datetime.datetime, datetime.datetime]] = {}
+        self._stamps: dict[str, datetime.datetime] = {}
         self._refused_times: dict[str, set] = {}
         student = self.coursedir.student_id or "*"
         pattern = os.path.join(self.inbound_path, f"{student}+{self.coursedir.assignment_id}+*")
@@ -166,9 +167,11 @@ class CourseExchangeCollect(ExchangeCollect):
         penalty: :meth:`do_copy` writes it in the collected ``timestamp.txt``)."""
         if not self.restamp_backdated:
             return
+        self._stamps[path] = rec["timestamp"]
         real = handed_in_at(path)
         if rec["timestamp"] >= real - datetime.timedelta(seconds=self.clock_skew_seconds):
             return
+        self._stamps[path] = real
         self.restamped[path] = (rec["timestamp"], real)
         late = ""
         if self.duedate is not None and rec["timestamp"] <= self.duedate < real:
@@ -331,6 +334,14 @@ class CourseExchangeCollect(ExchangeCollect):
             self.refused.append((src, why))
             self.log.error("REFUSED, not collected: %s %s", src, why)
             return
+        if src in self._stamps:  # changed while it was collected (after the check above): the later time counts
+            try:
+                after = handed_in_at(src)
+            except OSError:  # removed meanwhile: the copy is what was there
+                after = self._stamps[src]
+            if after > self._stamps[src] + datetime.timedelta(seconds=self.clock_skew_seconds):
+                self.restamped[src] = (self.restamped.get(src, (self._stamps[src],))[0], after)
+                self._stamps[src] = after
         if src in self.restamped:
             stamp, real = self.restamped[src]
             target = os.path.join(dest, "timestamp.txt")
