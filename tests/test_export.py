@@ -94,6 +94,32 @@ def test_skipped_file_is_an_empty_cell_with_its_reason(tmp_path):
     assert canvas["carol"][5:] == ["", ""]
 
 
+def test_canvas_id_comes_from_the_roster_s_canvas_user_id(tmp_path):
+    """Canvas matches a row by ID first; the roster knows it (a Canvas gradebook export's ID, or the
+    course roster's lms_id), a Moodle roster's does not count. Without it (test_canvas_layout) ID is empty."""
+    from instructor.grading.handins import Student
+
+    roster = [Student("alice", "Alice", "A", "", "111", "canvas"), Student("bob", lms_id="222"),
+              Student(FORMULA, lms_id="333", lms="moodle")]
+    assert export.lms_ids_from(roster) == {"alice": "111", "bob": "222"}
+    export.export_results(_results(), tmp_path, ["canvas"], lms_ids=export.lms_ids_from(roster))
+    ids = {r[3]: r[1] for r in _read(tmp_path / "canvas.csv")[2:]}
+    assert ids == {"alice": "111", "bob": "222", "'" + FORMULA: ""}
+
+
+def test_a_problem_naming_a_student_but_no_assignment_gives_that_student_a_row(tmp_path):
+    """A hand-in whose assignment could not be told (a corrupt Untitled.ipynb): its student still has a
+    row, the reason in each empty cell, never over a grade."""
+    problems = [Problem(Path("dl.zip/Untitled.ipynb"), "not a valid Jupyter notebook", "carol"),
+                Problem(Path("dl.zip/notes.txt"), "not a notebook (.ipynb)", "alice")]
+    export.export_results(_results(), tmp_path, ["moodle", "canvas"], problems)
+    moodle = {r[0]: r for r in _read(tmp_path / "moodle.csv")}
+    why = "not graded: Untitled.ipynb: not a valid Jupyter notebook"
+    assert moodle["carol"] == ["carol", "", why, "", why]
+    assert moodle["alice"][1:3] == ["3.5", "patched the checks | 4 point(s) still to be graded by hand, not in the score yet"]
+    assert {r[0] for r in _read(tmp_path / "canvas.csv")} >= {"carol"}
+
+
 def test_formula_in_assignment_and_feedback_is_neutralised(tmp_path):
     rs = [_ok("dave", "@sum", [(1, 1)], flags=["-1 for trying"])]
     export.export_results(rs, tmp_path, ["canvas,moodle,gradescope"])

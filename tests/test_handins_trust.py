@@ -129,6 +129,14 @@ def test_the_lms_s_own_roster_exports_are_read(tmp_path):
     assert {m.student: m.path.read_bytes() == _source(A1) for m in out.mapped if m.student == "jsmith"} == {"jsmith": True}
 
 
+def test_a_canvas_roster_maps_a_moodle_download_by_name_as_its_ids_are_canvas_s(tmp_path):
+    canvas = _roster(tmp_path, CANVAS_EXPORT, "canvas.csv")
+    src = _zip(tmp_path / "m.zip", {f"John Smith_111_assignsubmission_file_/{A1}.ipynb": _source(A1),
+                                    f"Jane Doe_9_assignsubmission_file_/{A1}.ipynb": _release(A1)})
+    out = import_bulk(src, tmp_path / "h", "moodle", canvas)
+    assert {m.student for m in out.mapped} == {"jsmith", "jdoe"}, out.summary()
+
+
 @pytest.mark.parametrize("text, message", [
     ("Student,ID,SIS User ID,SIS Login ID,Section\n\"Smith, John\",111,,,S\n",
      r"canvas.csv: line 2: student id '' \(its SIS User ID\) is not usable"),

@@ -266,7 +266,7 @@ def _as_id(name: str) -> str:
 
 def _who(name: str, uid: str, lms: str, roster: list[Student] | None) -> tuple[str | None, str]:
     """(student id or None, why not). The LMS user id first; a name only for a roster row that has no
-    ``lms_id`` (a row that has one is that user's, whatever another user calls herself)."""
+    ``lms_id`` of this LMS (a row that has one is that user's, whatever another user calls herself)."""
     if roster is None:
         return _as_id(name), ""
     for s in roster:
@@ -275,7 +275,7 @@ def _who(name: str, uid: str, lms: str, roster: list[Student] | None) -> tuple[s
     wanted = _fold(name)
     hits = [s for s in roster if wanted and wanted in
             ({_fold(s.last_name + s.first_name), _fold(s.first_name + s.last_name)} - {""})]
-    free = [s for s in hits if not s.lms_id]
+    free = [s for s in hits if not s.lms_id or s.lms not in ("", lms)]   # no user id of this LMS
     if len(free) == 1:
         return free[0].id, ""
     if len(free) > 1:
