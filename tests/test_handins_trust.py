@@ -8,6 +8,7 @@ tests/test_handins.py and must not move.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import struct
 import subprocess
@@ -180,6 +181,17 @@ def test_a_zip_of_too_many_entries_is_not_opened_and_a_bzip2_member_not_read(tmp
     why = dict(out.unmapped)
     assert f"a zip of {handins.MAX_HANDIN_ENTRIES + 1} entries" in why["manyann_1_1_h.zip"]
     assert "compressed with method 12" in why[f"bzbo_2_2_h.zip!{A1}.ipynb"] and not out.mapped
+
+
+def test_a_zip_whose_end_record_understates_its_entries_is_refused_after_its_directory(tmp_path):
+    many = bytearray(_zip(tmp_path / "many.zip", {f"f{i}.txt": b"" for i in range(300)}).read_bytes())
+    end = many.rindex(b"PK\x05\x06")
+    struct.pack_into("<HH", many, end + 8, 1, 1)      # "1 entry" on this disk and in all
+    with zipfile.ZipFile(io.BytesIO(bytes(many))) as zf:
+        assert len(zf.infolist()) == 300               # zipfile reads the directory by its size, not its count
+    out = import_bulk(_zip(tmp_path / "c.zip", {"liar_1_1_h.zip": bytes(many)}), tmp_path / "h", "canvas")
+    [(name, why)] = out.unmapped
+    assert "a zip of 300 entries (its end record says 1)" in why
 
 
 def test_the_download_s_bound_stops_reading_and_says_so(tmp_path, monkeypatch):

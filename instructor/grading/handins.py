@@ -26,8 +26,9 @@ Every archive is read within bounds, one member at a time, and never held whole 
 larger than ``IN_MEMORY_BYTES`` is streamed to a spool file beside the output folder as it is
 decompressed. Bounds: ``MAX_NOTEBOOK_BYTES`` per file, ``MAX_HANDIN_BYTES`` and
 ``MAX_HANDIN_NOTEBOOKS`` per hand-in zip (checked on the zip's own directory before anything is read,
-and again on the bytes actually read), ``MAX_HANDIN_ENTRIES`` entries in a hand-in zip (read from its
-end record before its directory is), ``MAX_DOWNLOAD_BYTES`` and ``MAX_MEMBERS`` for the whole download.
+and again on the bytes actually read), ``MAX_HANDIN_ENTRIES`` entries and ``MAX_HANDIN_DIRECTORY``
+bytes of directory in a hand-in zip (read from its end record before its directory is parsed, the
+entries counted again after), ``MAX_DOWNLOAD_BYTES`` and ``MAX_MEMBERS`` for the whole download.
 A hand-in over a bound is refused with a message naming it; the rest of the class is read. Only
 stored and deflated members are read (what LMSs and ``autograder.export()`` write; bzip2 and LZMA
 decompress without a bound per call). No member is extracted by its own path, so ``../`` names and
@@ -63,6 +64,7 @@ MAX_NOTEBOOK_BYTES = 50 * 2 ** 20   # a course notebook with its outputs is well
 MAX_HANDIN_BYTES = 64 * 2 ** 20     # everything one hand-in zip unpacks to
 MAX_HANDIN_NOTEBOOKS = 8            # notebooks in one hand-in zip (autograder.export() writes one)
 MAX_HANDIN_ENTRIES = 256            # entries of one hand-in zip, files and folders
+MAX_HANDIN_DIRECTORY = 2 ** 20      # bytes of one hand-in zip's central directory (parsed whole by zipfile)
 MAX_DOWNLOAD_BYTES = 4 * 2 ** 30    # everything one download unpacks to
 MAX_MEMBERS = 20_000                # entries of a download, and notebooks read from it
 IN_MEMORY_BYTES = 2 ** 20           # a member larger than this is streamed to disk as it is read
@@ -367,8 +369,9 @@ def _stream(f, body: _Body, limit: int, budget: _Budget) -> str:
     return ""
 
 
-def _declared_entries(fp) -> int | None:
-    """The number of entries a zip's end record declares, read before its directory is."""
+def _directory(fp) -> tuple[int, int] | None:
+    """(entries, bytes) of a zip's central directory as its end record declares them, read before the
+    directory is (zipfile parses all of it at once)."""
     end = getattr(zipfile, "_EndRecData", None)
     if end is None:
         return None
@@ -376,7 +379,7 @@ def _declared_entries(fp) -> int | None:
         rec = end(fp)
     except (OSError, struct.error):
         return None
-    return None if rec is None else rec[zipfile._ECD_ENTRIES_TOTAL]
+    return None if rec is None else (rec[zipfile._ECD_ENTRIES_TOTAL], rec[zipfile._ECD_SIZE])
 
 
 def _unicode_path(extra: bytes, raw: bytes) -> str | None:
@@ -463,8 +466,8 @@ class _Reader:
     def _zip(self) -> Iterator[_Item]:
         try:
             with open(self.src, "rb") as fp:
-                entries = _declared_entries(fp)
-            if entries is not None and entries > MAX_MEMBERS:
+                entries = (_directory(fp) or (0, 0))[0]
+            if entries > MAX_MEMBERS:
                 raise HandinError(f"{self.src}: {entries:,} entries, more than the {MAX_MEMBERS:,} a class download has")
             zf = zipfile.ZipFile(self.src)
         except (zipfile.BadZipFile, OSError) as err:
@@ -524,10 +527,11 @@ class _Reader:
         them within the hand-in's bounds, or none."""
         fp = body.open()
         try:
-            entries = _declared_entries(fp)
-            if entries is not None and entries > MAX_HANDIN_ENTRIES:
-                yield _Item(name, name, None, None, f"a zip of {entries:,} entries, more than the {MAX_HANDIN_ENTRIES:,} "
-                                                    "a hand-in has; not opened (a zip bomb?)")
+            entries, directory = _directory(fp) or (0, 0)
+            if entries > MAX_HANDIN_ENTRIES or directory > MAX_HANDIN_DIRECTORY:
+                yield _Item(name, name, None, None, f"a zip of {entries:,} entries in a directory of {directory:,} bytes, "
+                                                    f"more than a hand-in has ({MAX_HANDIN_ENTRIES:,} entries, "
+                                                    f"{MAX_HANDIN_DIRECTORY:,} bytes); not opened (a zip bomb?)")
                 return
             try:
                 inner = zipfile.ZipFile(fp)
@@ -536,6 +540,11 @@ class _Reader:
                 return
             with inner:
                 infos = inner.infolist()
+                if len(infos) > MAX_HANDIN_ENTRIES:   # its end record understated them
+                    yield _Item(name, name, None, None, f"a zip of {len(infos):,} entries (its end record says "
+                                                        f"{entries:,}), more than the {MAX_HANDIN_ENTRIES:,} a hand-in "
+                                                        "has; not read (a zip bomb?)")
+                    return
                 notebooks = [i for i in infos if not i.is_dir() and i.filename.endswith(NB_EXT)
                              and not PurePosixPath(i.filename).name.startswith(".")]
                 if not notebooks:
