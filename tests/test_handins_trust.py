@@ -194,6 +194,29 @@ def test_a_zip_whose_end_record_understates_its_entries_is_refused_after_its_dir
     assert "a zip of 300 entries (its end record says 1)" in why
 
 
+def test_a_damaged_or_encrypted_member_is_listed_and_the_rest_mapped(tmp_path):
+    src = _zip(tmp_path / "c.zip", {f"aa_1_1_{A1}.ipynb": _release(A1), f"bb_2_2_{A1}.ipynb": _release(A1),
+                                    f"cc_3_3_{A1}.ipynb": _release(A1)})
+    blob = bytearray(src.read_bytes())
+    with zipfile.ZipFile(src) as zf:
+        first = zf.getinfo(f"aa_1_1_{A1}.ipynb")
+    blob[first.header_offset:first.header_offset + 4] = b"JUNK"            # its local header overwritten
+    entry = blob.rindex(b"bb_2_2_") - 46                                   # bb's central entry: the last of its name
+    assert blob[entry:entry + 4] == b"PK\x01\x02"
+    blob[entry + 8] |= 0x1                                                 # "encrypted"
+    src.write_bytes(bytes(blob))
+    out = import_bulk(src, tmp_path / "h", "canvas")
+    assert [m.student for m in out.mapped] == ["cc"], out.summary()
+    why = dict(out.unmapped)
+    assert "cannot be read from the zip (Bad magic number for file header)" in why[f"aa_1_1_{A1}.ipynb"]
+    assert "encrypted; not read" in why[f"bb_2_2_{A1}.ipynb"]
+    # control: without catching what a damaged member raises, one file stops the whole import
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(handins, "ZIP_ERRORS", ())
+        with pytest.raises(zipfile.BadZipFile, match="Bad magic number"):
+            import_bulk(src, tmp_path / "h2", "canvas")
+
+
 def test_the_download_s_bound_stops_reading_and_says_so(tmp_path, monkeypatch):
     body = _release(A1)
     monkeypatch.setattr(handins, "MAX_DOWNLOAD_BYTES", int(2.5 * len(body)))

@@ -70,6 +70,8 @@ MAX_MEMBERS = 20_000                # entries of a download, and notebooks read 
 IN_MEMORY_BYTES = 2 ** 20           # a member larger than this is streamed to disk as it is read
 CHUNK = 2 ** 20
 ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflated"}
+ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, zlib.error, NotImplementedError,
+              RuntimeError, ValueError)   # what reading a damaged or odd member can raise
 UTF8_FLAG = 0x800
 UNICODE_PATH_EXTRA = 0x7075
 
@@ -483,10 +485,15 @@ class _Reader:
                 if _hidden(name):
                     continue
                 why = self._refuse(info, MAX_NOTEBOOK_BYTES)
+                if not why:
+                    try:
+                        f = zf.open(info)
+                    except ZIP_ERRORS as err:
+                        why = f"cannot be read from the zip ({err})"
                 if why:
                     yield _Item(name, name, None, None, why)
                     continue
-                with zf.open(info) as f:
+                with f:
                     yield from self._member(name, f)
 
     def _refuse(self, info: zipfile.ZipInfo, limit: int) -> str:
@@ -494,6 +501,8 @@ class _Reader:
             return self.budget.spent
         if (info.external_attr >> 16) & 0o170000 == 0o120000:
             return "a symbolic link inside the zip; not followed"
+        if info.flag_bits & 0x1:
+            return "encrypted; not read (hand in the notebook without a password)"
         if info.compress_type not in ZIP_METHODS:
             return (f"compressed with method {info.compress_type} (only stored and deflated are read: "
                     "an LMS and autograder.export() write those)")
@@ -509,7 +518,7 @@ class _Reader:
         body = _Body(self.spool)
         try:
             why = _stream(f, body, MAX_NOTEBOOK_BYTES, self.budget)
-        except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as err:
+        except ZIP_ERRORS as err:
             why = f"cannot be read ({err})"
         if why:
             body.discard()
@@ -535,7 +544,7 @@ class _Reader:
                 return
             try:
                 inner = zipfile.ZipFile(fp)
-            except (zipfile.BadZipFile, OSError, EOFError) as err:
+            except ZIP_ERRORS as err:
                 yield _Item(name, name, None, None, f"a zip that cannot be opened ({err})")
                 return
             with inner:
@@ -588,7 +597,7 @@ class _Reader:
                             continue
                         left -= got.size
                         out.append(_Item(label, name, inner_name, got))
-                except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as err:
+                except ZIP_ERRORS as err:
                     for item in out:
                         if item.body is not None:
                             item.body.discard()
