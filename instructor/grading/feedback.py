@@ -10,7 +10,9 @@
   body parsed and rebuilt from an allow-list, the head rebuilt from the template's title and styles)
   and carries a ``Content-Security-Policy`` ``<meta>`` with ``script-src 'none'``
   (:data:`.sanitize.FEEDBACK_CSP`): two layers, each enough alone to keep a student's script from
-  running in the page.
+  running in the page. Before any of that, each piece of student markup is isolated
+  (:func:`.sanitize.isolate_fragment`, :func:`.sanitize.isolate_notebook`): no student id, name or class
+  can reach the page's selectors, nothing can be positioned over it. formgrader's page uses the same exporter.
 * :func:`annotate_feedback` — the grader's notes on top, questions named, long lines wrapped, and a
   written answer not graded by hand yet shown as "pending hand grading" (nbgrader's template shows it
   as ``0.0 / 3.0``), at the question and in the total; once an instructor has graded it by hand

@@ -24,7 +24,11 @@ The submission page (``/formgrader/submissions/<id>/``, where the instructor rea
 student's notebook inside the authenticated Jupyter server) is served by
 :func:`secure_submission_page`: the notebook part through Ammonia (``nh3``), formgrader's own template
 around it with a per-request nonce on its scripts, and a ``Content-Security-Policy`` header that runs
-those scripts only, so a sanitizer miss still runs nothing in the instructor's origin. Files of a
+those scripts only, so a sanitizer miss still runs nothing in the instructor's origin. Every piece of
+the student's markup is isolated before the template puts it in the page (the exporter of :mod:`.feedback`):
+no student id, name or class, so formgrader's own JavaScript, which finds a test cell's grading buttons by
+``$("#" + grade_id).parents(".nbgrader_cell")``, finds only its own (an iframe would hide those buttons
+from it: they live inside each cell's markup). Files of a
 submission's folder (``/formgrader/submissions/<id>/<file>``) are served in a CSP ``sandbox``.
 
 **Export Grades** (a link added to formgrader's side bar, ``/formgrader/export``) downloads the

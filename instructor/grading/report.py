@@ -18,7 +18,8 @@ The page, top to bottom:
 
 Plots are matplotlib (Agg) PNGs embedded as ``data:`` URIs. Everything a student controls (ids,
 flags, reasons, verdict texts, which quote what a submission raised) is HTML-escaped, and the page
-carries a Content-Security-Policy that runs no script at all (:data:`CSP`). The output depends only
+carries a Content-Security-Policy that runs no script at all (:data:`CSP`). No student markup reaches
+the page at all, so none can match its selectors or lie over it (``tests/test_page_takeover.py``). The output depends only
 on the results (sorted orders, no time in the plots) except the one "generated" line.
 """
 from __future__ import annotations

@@ -36,7 +36,15 @@ through a second, parser-based sanitizer, Ammonia (``nh3``): :func:`clean_page` 
 page (plus a ``script-src 'none'`` Content-Security-Policy ``<meta>``), :func:`clean_fragment` for the
 notebook part of formgrader's page (``instructor/grading/formgrader.py`` adds a nonce-only policy
 header). Output metadata ``width``/``height`` (written unquoted by nbconvert) stay only as numbers.
-``tests/test_html_two_layers.py`` shows each layer holding alone in Chromium. ``tests/test_sanitize.py`` tests the pieces; ``tests/test_inert_html.py`` opens the real pages in
+``tests/test_html_two_layers.py`` shows each layer holding alone in Chromium.
+
+Markup with no script can still take a page over: Bootstrap's ``modal-backdrop in`` is a fixed
+full-window link, and formgrader's JavaScript binds its grading buttons to the first element with a test
+cell's id. So each piece of student markup is isolated before the template puts it in a page
+(:func:`isolate_fragment`, :func:`isolate_notebook`, run by the exporter of :mod:`.feedback` for the
+feedback page and formgrader's): closed on its own, ids prefixed ``user-content-``, no ``name``, no class
+but nbconvert's own (:data:`STUDENT_CLASSES`), nothing of the student's in the template's own tags.
+``tests/test_page_takeover.py`` shows the takeover and the overlays in Chromium, with their controls. ``tests/test_sanitize.py`` tests the pieces; ``tests/test_inert_html.py`` opens the real pages in
 Chromium with the hostile sample ``tests/hostile/00_orientation/html_payloads.py``.
 """
 from __future__ import annotations
