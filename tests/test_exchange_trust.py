@@ -244,18 +244,28 @@ def open_tmp():
     shutil.rmtree(path, ignore_errors=True)
 
 
-@pytest.fixture
-def squatter():
+def _os_account(name: str):
     """An OS account made for the test (removed after, also when the test fails)."""
-    if subprocess.run(["id", SQUATTER], capture_output=True).returncode == 0:
-        subprocess.run(["userdel", "--remove", "--force", SQUATTER], capture_output=True)
-    subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", "--user-group", SQUATTER], check=True,
+    if subprocess.run(["id", name], capture_output=True).returncode == 0:
+        subprocess.run(["userdel", "--force", name], capture_output=True)
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", "--user-group", name], check=True,
                    capture_output=True)
     try:
-        yield pwd.getpwnam(SQUATTER)
+        yield pwd.getpwnam(name)
     finally:
-        subprocess.run(["pkill", "-KILL", "-u", SQUATTER], capture_output=True)
-        subprocess.run(["userdel", "--force", SQUATTER], capture_output=True)
+        subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
+        subprocess.run(["userdel", "--force", name], capture_output=True)
+        subprocess.run(["groupdel", name], capture_output=True)
+
+
+@pytest.fixture
+def squatter():
+    yield from _os_account(SQUATTER)
+
+
+@pytest.fixture
+def course_account():
+    yield from _os_account("ixtr-course")
 
 
 def _squat(exchange: Path) -> Path:
@@ -434,4 +444,23 @@ def test_own_exchange_leaves_the_course_accounts_own_release_alone(tmp_path):
     hub = hubmod.Hub(prefix=str(tmp_path))
     hub.state.mkdir()
     assert hubmod.own_exchange(hub, account="root") == []
+    assert (exchange / COURSE_ID / "outbound" / ASSIGNMENT / "x.ipynb").read_text() == "{}"
+
+
+@needs_root
+def test_own_exchange_hands_what_root_made_to_the_course_account(open_tmp, course_account):
+    """A course folder root made (a release run as root) is not a squat: kept, handed to the course's account."""
+    from instructor.grading import hub as hubmod
+
+    exchange = open_tmp / "exchange"
+    (exchange / COURSE_ID / "outbound" / ASSIGNMENT).mkdir(parents=True)
+    (exchange / COURSE_ID / "outbound" / ASSIGNMENT / "x.ipynb").write_text("{}")
+    (exchange / COURSE_ID / "feedback").mkdir()
+    (exchange / COURSE_ID / "feedback" / "abc.html").write_text("feedback")
+    hub = hubmod.Hub(prefix=str(open_tmp), names_prefix="ixtr-")
+    hub.state.mkdir()
+    assert hubmod.own_exchange(hub, account=course_account.pw_name) == []
+    for p in (exchange / COURSE_ID, exchange / COURSE_ID / "outbound" / ASSIGNMENT / "x.ipynb",
+              exchange / COURSE_ID / "feedback" / "abc.html", exchange / COURSE_ID / "inbound"):
+        assert p.stat().st_uid == course_account.pw_uid, p
     assert (exchange / COURSE_ID / "outbound" / ASSIGNMENT / "x.ipynb").read_text() == "{}"

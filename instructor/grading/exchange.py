@@ -18,6 +18,10 @@ so ``nbgrader collect`` and formgrader's **Collect** button both use it) refuses
 * is stamped in the future (more than ``clock_skew_seconds`` ahead of this machine's clock), or whose
   ``timestamp.txt`` (what nbgrader's late penalty reads) is missing or says another time than its name.
 
+Nothing is collected when the course's folder in the exchange or its ``inbound/`` belongs to another account
+than the one collecting (or ``course_accounts``): a student who made the course's folder before the first
+release would count as "the owner of the course's folder" above and could hand in under any name.
+
 A folder stamped in the past is believed no further than its change times: a student can name and stamp
 a folder she makes days late "an hour before the due date" (and backdate its modification times), but
 not its ``st_ctime``, which the kernel sets at every change of a file or folder. When the folder's stamp is
@@ -168,7 +172,10 @@ class CourseExchangeCollect(ExchangeCollect):
         if not self.restamp_backdated:
             return
         self._stamps[path] = rec["timestamp"]
-        real = handed_in_at(path)
+        try:
+            real = handed_in_at(path)
+        except OSError:  # gone since it was checked: its copy fails and says so
+            return
         if rec["timestamp"] >= real - datetime.timedelta(seconds=self.clock_skew_seconds):
             return
         self._stamps[path] = real

@@ -438,14 +438,17 @@ def own_exchange(hub: Hub, account: str | None = None) -> list[str]:
     """``exchange/<course>/{outbound,inbound,feedback}``, owned by the course's account (default: the grader
     account; group: the graders' group) with nbgrader's modes, before any student logs in: the exchange
     root is 1777, so a student who made the course's folder first would own it (the instructor's release
-    fails, her ``outbound/<assignment>`` is offered to the class). What another account made there first
-    (the course folder, one of the three, or an ``outbound/<assignment>``) is moved, never deleted, to
-    ``state/exchange-squatted/<time>/`` (root's alone) and named in the list returned."""
+    fails, her ``outbound/<assignment>`` is offered to the class). What an account other than root, the
+    course's account and the graders made there first (the course folder, one of the three, or an entry of
+    ``outbound/`` or ``feedback/``) is moved, never deleted, to ``state/exchange-squatted/<time>/`` (root's
+    alone) and named in the list returned; what root or a grader made is handed to the course's account."""
     import time
 
     account = account or hub.names.grader_account
     pw = pwd.getpwnam(account)
     gid = grp.getgrnam(hub.names.graders).gr_gid if group_exists(hub.names.graders) else pw.pw_gid
+    graders = grp.getgrnam(hub.names.graders).gr_mem if group_exists(hub.names.graders) else []
+    trusted = {0, pw.pw_uid} | {pwd.getpwnam(m).pw_uid for m in graders if user_exists(m)}
     hub.exchange.mkdir(parents=True, exist_ok=True)
     os.chown(hub.exchange, 0, 0)
     os.chmod(hub.exchange, 0o1777)
@@ -461,17 +464,23 @@ def own_exchange(hub: Hub, account: str | None = None) -> list[str]:
         moved.append(f"{path} ({why}) -> {dest}")
         print(f"WARNING: {path} {why}: moved to {dest}", file=sys.stderr)
 
-    def foreign(path: Path) -> str | None:
+    def foreign(path: Path, folder: bool = True) -> str | None:
         st = os.lstat(path)
-        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-            return "is not a folder"
-        if st.st_uid != pw.pw_uid:
+        if stat.S_ISLNK(st.st_mode) or (folder and not stat.S_ISDIR(st.st_mode)):
+            return "is not a folder" if folder else "is a link"
+        if st.st_uid not in trusted:
             try:
                 owner = pwd.getpwuid(st.st_uid).pw_name
             except KeyError:
                 owner = f"uid {st.st_uid}"
-            return f"was made by {owner}, not by the course's account {account}"
+            return f"was made by {owner}, not by the course's account {account}, root or a grader"
         return None
+
+    def give(path: Path) -> None:  # root's or a grader's: the course account's from now on
+        for dirpath, dirnames, filenames in os.walk(path):
+            for name in dirnames + filenames:
+                os.lchown(os.path.join(dirpath, name), pw.pw_uid, gid)
+        os.lchown(path, pw.pw_uid, gid)
 
     for sub, mode in EXCHANGE_MODES.items():
         path = course / sub if sub else course
@@ -480,9 +489,12 @@ def own_exchange(hub: Hub, account: str | None = None) -> list[str]:
         path.mkdir(exist_ok=True)
         os.chown(path, pw.pw_uid, gid)
         os.chmod(path, mode)
-    for released in sorted((course / "outbound").iterdir()):
-        if why := foreign(released):
-            move_aside(released, why)
+    for sub in ("outbound", "feedback"):
+        for entry in sorted((course / sub).iterdir()):
+            if why := foreign(entry, folder=(sub == "outbound")):
+                move_aside(entry, why)
+            elif os.lstat(entry).st_uid != pw.pw_uid:
+                give(entry)
     return moved
 
 
