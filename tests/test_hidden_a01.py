@@ -557,3 +557,63 @@ def test_every_mutant_applies_and_compiles():
         assert {c.grade_id for c in checks_for("01_version_counter")} >= set(target.checks)
         for m in target.mutants:
             compile(apply(ref, m), f"<{function}: {m.name}>", "exec")  # a syntax error is no kill
+
+
+# ------------------------------------------------------------------------- saved_by on composed functions
+
+
+def sample_code(student: str, grade_id: str) -> str:
+    return next(t for k, g, t in parse_sample(SAMPLES / f"{student}.py").blocks if g == grade_id)
+
+
+def test_saved_by_reading_the_last_node_fails_on_a_composed_function(notebook_ns):
+    """The text says "any function of one tensor"; the last node of ``t ** 2 + 1`` (an add) saves nothing,
+    its square saves the input. Sample ``last_node_saved_by`` reads the last node only."""
+    ns = with_answer(notebook_ns, sample_code("last_node_saved_by", "saved_by"))
+    v = verdict("saved_by_tests", ns)
+    assert not v.passed and "t ** 2 + 1" in v.message, v.message
+    # the control: on the single ops the check drew before, the same answer passed
+    check = a01.SavedBy()
+    single = [c for c in check.cases() if c["op"] not in a01.SavedBy.OPS[-7:]]
+    from instructor.hidden import judge_results, probe_source
+    from instructor.hidden.probe_driver import compile_probe, run_case
+
+    probe = compile_probe(probe_source(check), check.grade_id)
+    with contextlib.redirect_stdout(io.StringIO()):
+        results = [run_case(probe, ns, dict(c), 0) for c in single]
+    assert judge_results(check, single, results).passed
+
+
+def test_composed_functions_span_the_answers():
+    from instructor.hidden.a01_version_counter.references import build_op, saved_by_experiment
+
+    composed = a01.SavedBy.OPS[-7:]
+    assert all(build_op(src).__name__ == "<lambda>" and src.count("(") + src.count("+") + src.count("*") >= 2
+               for src in composed)
+    answers = [frozenset(saved_by_experiment(build_op(src))) for src in composed]
+    assert set(answers) == {frozenset(), frozenset({"input"}), frozenset({"output"}), frozenset({"input", "output"})}
+
+
+# ------------------------------------------------------------------------- two calls of reproduce_sigmoid_error
+
+
+def test_a_cached_error_fails_the_two_calls_case(notebook_ns):
+    """The text: each call makes its own p and returns its own error. Sample ``cached_error`` keeps the first
+    call's error and returns it again: every single call reads right, the pair compared does not."""
+    check = a01.ReproduceSigmoidError()
+    cases = check.cases()
+    assert [c["call"] for c in cases] == [1, 2, "pair"]
+    from instructor.hidden import judge_results, probe_source
+    from instructor.hidden.probe_driver import compile_probe, run_case
+
+    probe = compile_probe(probe_source(check), check.grade_id)
+
+    def judged(cs):
+        ns = with_answer(notebook_ns, sample_code("cached_error", "reproduce_sigmoid_error"))
+        with contextlib.redirect_stdout(io.StringIO()):
+            return judge_results(check, cs, [run_case(probe, ns, dict(c), 0) for c in cs])
+
+    assert judged(cases[:2]).passed  # the control: two separate calls cannot tell
+    v = judged(cases)
+    assert not v.passed and "same exception object twice" in v.message, v.message
+    assert verdict("reproduce_sigmoid_error_tests", notebook_ns).passed  # the reference: a new error per call

@@ -193,3 +193,100 @@ def test_a_forged_inplace_report_gains_nothing(notebook_ns):
     finally:
         torch.Tensor._version = real_version
     assert not v.passed and "Jacobian" in v.message, v.message
+
+
+# ------------------------------------------------------------------------- issue 38: what the text allows, drawn
+
+
+def _judged(check, ns, cases):
+    from instructor.hidden import judge_results, probe_source
+    from instructor.hidden.probe_driver import compile_probe, run_case
+
+    probe = compile_probe(probe_source(check), check.grade_id)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return judge_results(check, cases, [run_case(probe, ns, dict(c), 0) for c in cases])
+
+
+def test_ctx_y_fails_on_a_write_after_apply(notebook_ns, monkeypatch):
+    """Section 3's first rule: an output kept as ctx.y is never version-checked, so a write into y after
+    apply gives a silently wrong gradient. Sample ``ctx_y_saved`` (mark_dirty right) fails on those cases,
+    passed without them (the control), and a saved clone of the output (right: no wrong gradient) passes."""
+    ns = with_answer(notebook_ns, sample_answer("ctx_y_saved", "sigmoid_inplace"))
+    v = verdict("sigmoid_inplace_tests", ns)
+    assert not v.passed and "after y.mul_(3)" in v.message and "ctx.save_for_backward" in v.message, v.message
+    monkeypatch.setattr(a04.SigmoidInPlace, "WRITES", [])
+    assert verdict("sigmoid_inplace_tests", ns).passed
+    monkeypatch.undo()
+    saved_clone = sample_answer("ada", "sigmoid_inplace").replace("ctx.save_for_backward(x)",
+                                                                   "ctx.save_for_backward(x.clone())")
+    assert "x.clone()" in saved_clone
+    assert verdict("sigmoid_inplace_tests", with_answer(notebook_ns, saved_clone)).passed
+
+
+def test_the_reference_refuses_a_write_after_apply():
+    """The truth the judge accepts: the reference's backward raises the version-counter error."""
+    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    y = a04.ReferenceSigmoidInPlace.apply(x * 1)
+    y.mul_(3)
+    with pytest.raises(RuntimeError) as err:
+        y.sum().backward()
+    assert a04.match_version_error(str(err.value)) is not None
+
+
+def test_safe_inplace_models_span_the_text():
+    """The text: a Linear first, then Linears, LayerNorms and activations in any order, possibly ending in an
+    activation; the visible test's model is SPECS[0] and ends in one."""
+    specs = [spec for spec, _ in a04.SafeInplace.SPECS]
+    assert specs[0] == ["linear", "relu", "linear", "sigmoid", "relu", "linear", "relu"]
+    assert all(s[0] == "linear" for s in specs)
+    assert sum(s[-1] != "linear" for s in specs) >= 3 and sum("layernorm" in s for s in specs) >= 2
+    half = [specs[k] for k in a04.SafeInplace.HALF_ON_CPU]
+    assert sum(any(a in s for a in ("elu", "celu", "selu")) for s in half) >= 3
+    assert any(s[-1] != "linear" and "layernorm" in s for s in half)
+
+
+def test_upstream_weights_sized_from_the_last_module_fail(notebook_ns):
+    v = verdict("safe_inplace_tests", with_answer(notebook_ns, sample_answer("last_module_sized", "safe_inplace")))
+    assert not v.passed and "out_features" in v.message, v.message
+
+
+def test_an_experiment_in_half_precision_fails_where_precision_decides(notebook_ns, monkeypatch):
+    """Sample ``own_dtype_experiment`` decides on a CPU copy in the model's own dtype: in float16/bfloat16
+    rounding alone makes ELU/CELU/SELU fail torch.allclose. The half-precision models drawn now catch it on
+    every one of them that holds those activations; the three half-precision models drawn before (none of
+    them) passed it (the control: a float32 model caught it only by the chance of its weights)."""
+    ns = with_answer(notebook_ns, sample_answer("own_dtype_experiment", "safe_inplace"))
+    check = a04.SafeInplace()
+    half = [c for c in check.cases() if c["dtype"] in ("float16", "bfloat16")]
+    caught = [c for c in half if any(a in c["spec"] for a in ("elu", "celu", "selu"))]
+    assert len(caught) >= 6
+    for case in caught:
+        v = _judged(check, ns, [case])
+        assert not v.passed and "wrong activations in place" in v.message, (case["label"], v.message)
+    monkeypatch.setattr(a04.SafeInplace, "HALF_ON_CPU", (3, 4, 5))
+    old_half = [c for c in a04.SafeInplace().cases() if c["dtype"] in ("float16", "bfloat16")]
+    assert old_half and _judged(check, ns, old_half).passed
+    assert _judged(check, notebook_ns, half).passed  # the reference, on every half-precision model
+
+
+def test_to_autograd_draws_an_empty_tensor(notebook_ns, monkeypatch):
+    cases = a04.ToAutograd().cases()
+    assert any(c["x"].numel() == 0 and c["x"].dim() == 2 for c in cases)
+    ns = with_answer(notebook_ns, sample_answer("tolist_copy", "to_autograd"))
+    v = verdict("to_autograd_tests", ns)
+    assert not v.passed and "empty (0, 3)" in v.message and "wrong shape" in v.message, v.message
+    monkeypatch.setattr(a04.ToAutograd, "SHAPES", [s for s in a04.ToAutograd.SHAPES if 0 not in s[0]])
+    assert verdict("to_autograd_tests", ns).passed  # the control: without the empty tensor it passed
+
+
+def test_only_the_no_data_error_is_excused_on_meta(notebook_ns):
+    """The text: code that reads values cannot run on meta and is judged on the CPU cases; any other error
+    fails. An error of the answer's own on meta used to be excused too."""
+    own = "def to_autograd(t):\n    if t.device.type == 'meta':\n        raise ValueError('no device')\n    return t.clone()\n"
+    v = verdict("to_autograd_tests", with_answer(notebook_ns, own))
+    assert not v.passed and "ValueError" in v.message and "meta" in v.message, v.message
+    check = a04.ToAutograd()
+    cpu_only = [c for c in check.cases() if c["device"] != "meta"]
+    assert _judged(check, with_answer(notebook_ns, own), cpu_only).passed  # the control: meta is what fails it
+    reads = "def to_autograd(t):\n    return t.cpu().clone().to(t.device)\n"
+    assert verdict("to_autograd_tests", with_answer(notebook_ns, reads)).passed

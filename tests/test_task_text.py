@@ -21,8 +21,8 @@ from instructor.hidden import ASSIGNMENT_MODULES, KINDS, checks_for
 
 #: Every assignment: each of its checks declares its draws.
 DECLARED = tuple(ASSIGNMENT_MODULES)
-#: Kinds a label names with the same word the text uses (the free-form kinds, "view" or "repeated
-#: calls", also describe wrong answers in labels, so they are not read from labels).
+#: Kinds a label names with the same word the text uses (the free-form kinds, "view", "empty" or
+#: "repeated calls", also describe wrong answers in labels, so they are not read from labels).
 LABEL_KINDS = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "uint8", "bool", "complex64",
                "0-dim", "meta", "GPU")
 
@@ -63,6 +63,21 @@ def test_the_task_text_is_the_tasks_own():
     assert "**Gradients**" not in contract
     assert not says("the metadata of a cell", "meta") and says("PyTorch's `meta` device", "meta")
     assert says("torch.cuda.HalfTensor", "GPU") and not says("CUDABFloat16Type", "GPU")
+    assert says("an empty tensor of shape (0, 3)", "empty") and not says("torch.empty_like(t)", "empty")
+
+
+def test_issue_38_texts_say_what_their_checks_draw():
+    """Issue 38: where a check drew more than its text said, the text now says it (and the draws agree)."""
+    safe = task_text("04_in_the_wild", "safe_inplace_tests")
+    assert "`LayerNorm`s" in safe and "end in an" in safe and "ELU, CELU and SELU" in safe
+    sigmoid = task_text("04_in_the_wild", "sigmoid_inplace_tests")
+    assert "write into `y` after `apply`" in sigmoid and "never return a wrong gradient" in sigmoid
+    to_autograd = task_text("04_in_the_wild", "to_autograd_tests")
+    assert says(to_autograd, "empty") and "cannot run on `meta`" in to_autograd and "any other" in to_autograd
+    assert "t ** 2 + 1" in task_text("01_version_counter", "saved_by_tests")
+    assert "its own error" in task_text("01_version_counter", "reproduce_sigmoid_error_tests")
+    for grade_id in ("cube_sum_grad_tests", "intermediate_grad_tests"):
+        assert "`.detach()`" in task_text("00_orientation", grade_id)
 
 
 @pytest.mark.parametrize("assignment", DECLARED)

@@ -1,5 +1,5 @@
 # about: complete and correct, other styles: writes the scenario himself, clone fix, a parser built with
-# about: str.partition/split, saved_by by comparing the node's _saved_* tensors with input and output memory
+# about: str.partition/split, saved_by by comparing every node's _saved_* tensors with input and output memory
 # expect: auto=15
 # expect: reproduce_sigmoid_error_tests=3 predict_versions_tests=2 read_error_message_tests=3 saved_by_tests=2 fixed_sigmoid_decode_tests=3 judge_fix_tests=2
 
@@ -43,17 +43,23 @@ def read_error_message(err):
 def saved_by(op):
     x = (torch.rand(5, dtype=torch.float64) + 0.5).requires_grad_().clone()
     y = op(x)
-    node, found = y.grad_fn, set()
-    for name in dir(node):
-        if not name.startswith("_saved_"):
+    found, todo, seen = set(), [y.grad_fn], set()
+    while todo:                                   # every node of op's graph, not only the last one
+        node = todo.pop()
+        if node is None or id(node) in seen:
             continue
-        value = getattr(node, name)
-        for t in value if isinstance(value, (list, tuple)) else [value]:
-            if isinstance(t, torch.Tensor):
-                if t.data_ptr() == x.data_ptr():
-                    found.add("input")
-                if t.data_ptr() == y.data_ptr():
-                    found.add("output")
+        seen.add(id(node))
+        todo += [n for n, _ in node.next_functions]
+        for name in dir(node):
+            if not name.startswith("_saved_"):
+                continue
+            value = getattr(node, name)
+            for t in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(t, torch.Tensor):
+                    if t.data_ptr() == x.data_ptr():
+                        found.add("input")
+                    if t.data_ptr() == y.data_ptr():
+                        found.add("output")
     return found
 
 # %% solution: fixed_sigmoid_decode
