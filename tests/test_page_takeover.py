@@ -44,7 +44,6 @@ from instructor.grading.sanitize import ID_PREFIX, isolate_fragment, isolate_not
 from test_browser import CHROMIUM, CHROMIUM_ARGS, _free_port, _require_browser
 from test_html_two_layers import FEEDBACK_RESOURCES, PNG, _feedback_config, isolation_off as defence_off
 
-REPO = Path(__file__).resolve().parents[1]
 COURSE_ID = "inplace-autograd"
 ASSIGNMENT, NOTEBOOK = "a1", "takeover"
 GRADE_IDS = ("a_tests", "b_tests")        # two test cells, 4 points each, failed by the autograder
@@ -85,7 +84,7 @@ def _payloads():
         "heading-anchor": ("markdown", f"## {GRADE_IDS[1]}\n\nmy heading"),
         # values the template writes into its own tags
         "celltag": ("celltag", "x navbar-fixed-bottom"),
-        "png-width": ("png-width", f"1 class=navbar-fixed-top title=payload:png-width"),
+        "png-width": ("png-width", "1 class=navbar-fixed-top title=payload:png-width"),
     }
 
 
@@ -339,17 +338,28 @@ def test_feedback_page_payloads_stay_in_their_cells_and_the_control_shows_them_o
     _assert_contained("feedback, the overlay alone", seen[("defended", "overlay")])
 
 
-def _report_results(payload: str) -> list[Result]:
+#: The class report's corpus, one payload in each field a student controls. The report ships no
+#: Bootstrap: its overlay and banner position themselves (the report's policy allows inline styles).
+REPORT_PAYLOADS = {
+    "student": (f'<a class="modal-backdrop in" href="{MARK}report" title="payload:report-overlay" '
+                'style="position:fixed;top:0;left:0;right:0;bottom:0;display:block;z-index:9">.</a>'),
+    "flag": ('<div title="payload:report-banner" style="position:fixed;top:0;left:0;right:0;z-index:8;'
+             'background:#2e8b57;color:#fff">All tests passed - 8 / 8</div>'),
+    "verdict": '<section id="reteach" class="tabbable" title="payload:report-id">re-teach nothing</section>',
+    "error": '<a name="top" title="payload:report-name">x</a>',
+}
+
+
+def _report_results() -> list[Result]:
+    p = REPORT_PAYLOADS
+
     def r(student, score, **kw):
         return Result(student, "00_orientation", True, [QuestionScore("q_tests", score, 2.0, "auto")], seconds=2.0,
-                      verdicts={"q_tests": {"passed": score == 2.0, "message": f"f raised {payload}", "cases": 1}}, **kw)
+                      verdicts={"q_tests": {"passed": score == 2.0, "message": f"f raised {p['verdict']}",
+                                            "cases": 1}}, **kw)
 
-    return [r("ann", 2.0), r(payload, 0.0, flags=[payload], integrity=[payload]),
-            Result("bob", "00_orientation", False, error=payload, seconds=1.0)]
-
-
-REPORT_OVERLAY = (f'<a class="modal-backdrop in" href="{MARK}report" title="payload:report-overlay" '
-                  'style="position:fixed;top:0;left:0;right:0;bottom:0;display:block;z-index:9">.</a>')
+    return [r("ann", 2.0), r(p["student"], 0.0, flags=[p["flag"]], integrity=[p["flag"]]),
+            Result("bob", "00_orientation", False, error=p["error"], seconds=1.0)]
 
 
 @pytest.mark.browser
@@ -357,12 +367,12 @@ def test_class_report_shows_student_markup_as_text_and_the_control_does_not(tmp_
     _require_browser()
     from playwright.sync_api import sync_playwright
 
-    pages = {"defended": report.write_report(_report_results(REPORT_OVERLAY), tmp_path / "defended.html",
-                                             source="hostile", generated="g")}
+    pages = {"defended": report.write_report(_report_results(), tmp_path / "defended.html", source="hostile",
+                                             generated="g")}
     with monkeypatch.context() as m:
         m.setattr(report, "esc", lambda s: "" if s is None else str(s))  # the control: nothing escaped
-        pages["control"] = report.write_report(_report_results(REPORT_OVERLAY), tmp_path / "control.html",
-                                               source="hostile", generated="g")
+        pages["control"] = report.write_report(_report_results(), tmp_path / "control.html", source="hostile",
+                                               generated="g")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
@@ -370,9 +380,12 @@ def test_class_report_shows_student_markup_as_text_and_the_control_does_not(tmp_
         finally:
             browser.close()
     control, defended = seen["control"], seen["defended"]
-    assert "report-overlay" in control["found"] and control["marks"] == ["report"], control
+    names = {"report-overlay", "report-banner", "report-id", "report-name"}
+    assert names <= set(control["found"]) and control["marks"] == ["report"], control
     assert defended["found"] == {} and defended["marks"] == [] and not defended["moved"], defended
-    assert 'class="modal-backdrop in"' not in pages["defended"].read_text()
+    text = pages["defended"].read_text()
+    assert not any(raw in text for raw in REPORT_PAYLOADS.values())
+    assert "&lt;a class=&quot;modal-backdrop in&quot;" in text  # shown, as text
 
 
 # --------------------------------------------------------------------------- formgrader
