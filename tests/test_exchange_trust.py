@@ -464,3 +464,23 @@ def test_own_exchange_hands_what_root_made_to_the_course_account(open_tmp, cours
               exchange / COURSE_ID / "feedback" / "abc.html", exchange / COURSE_ID / "inbound"):
         assert p.stat().st_uid == course_account.pw_uid, p
     assert (exchange / COURSE_ID / "outbound" / ASSIGNMENT / "x.ipynb").read_text() == "{}"
+
+
+def test_the_students_servers_use_the_course_owned_classes(tmp_path):
+    """What ``hub setup`` writes for the students' servers (``etc/student/nbgrader_config.py``) selects the
+    classes above, with the grader account as the course's account."""
+    from nbgrader.exchange import ExchangeFactory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from autograder import exchange_trust
+    from instructor.grading import hub as hubmod
+
+    hub = hubmod.Hub(prefix=str(tmp_path), names_prefix="ixtr-")
+    hubmod.jupyter_configs(hub)
+    cfg = PyFileConfigLoader("nbgrader_config.py", path=str(tmp_path / "etc" / "student")).load_config()
+    factory = ExchangeFactory(config=cfg)
+    assert factory.list is exchange_trust.CourseExchangeList
+    assert factory.fetch_assignment is exchange_trust.CourseExchangeFetchAssignment
+    assert factory.fetch_feedback is exchange_trust.CourseExchangeFetchFeedback
+    assert factory.submit is exchange_trust.CourseExchangeSubmit
+    assert exchange_trust.CourseExchangeList(config=cfg).course_accounts == ["ixtr-inplace-grader"]
