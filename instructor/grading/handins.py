@@ -234,8 +234,9 @@ def read_roster(path: Path) -> list[Student]:
             first, last, email = row.get("first_name", ""), row.get("last_name", ""), row.get("email", "")
             lms_id, lms = row.get("lms_id", ""), ""
         if not STUDENT_ID.match(sid):
-            errors.append(f"line {n}: student id {sid!r}{'' if where == 'id' else f' (its {where})'} is not usable (letters, digits, '_', '-', "
-                          "'.'; starting with a letter or digit; at most 64)")
+            column = "" if where == "id" else f" (its {where})"
+            errors.append(f"line {n}: student id {sid!r}{column} is not usable (letters, digits, '_', '-', '.'; "
+                          "starting with a letter or digit; at most 64)")
             continue
         if sid in seen:
             errors.append(f"line {n}: student id {sid!r} again (first on line {seen[sid]})")
