@@ -127,7 +127,9 @@ def test_the_lms_s_own_roster_exports_are_read(tmp_path):
     # a Canvas export maps by ID: the impostor with John's name is not John
     src = _impostor_download(tmp_path, "canvas")
     out = import_bulk(src, tmp_path / "h", "canvas", canvas)
-    assert {m.student: m.path.read_bytes() == _source(A1) for m in out.mapped if m.student == "jsmith"} == {"jsmith": True}
+    got = {m.student: m for m in out.mapped}
+    assert set(got) == {"jsmith", "jdoe"} and got["jsmith"].path.read_bytes() == _source(A1), out.summary()
+    assert "has the name of jsmith (whose canvas user id is 111)" in dict(out.unmapped)[f"smithjohn_555_999_{A1}.ipynb"]
 
 
 def test_a_canvas_roster_maps_a_moodle_download_by_name_as_its_ids_are_canvas_s(tmp_path):
@@ -293,7 +295,7 @@ def test_control_the_same_bomb_without_the_bounds_blows_the_memory_cap(bomb_down
 
 # --------------------------------------------------------------------------- 7: what an instructor has
 
-def _unflagged(path: Path, names: dict[str, bytes], members: dict[str, bytes], extra: dict[str, bytes] = {}) -> Path:
+def _unflagged(path: Path, names: dict[str, bytes], members: dict[str, bytes], extra: dict | None = None) -> Path:
     """A zip whose member names are the raw bytes ``names[placeholder]`` with the UTF-8 flag off (as
     Debian's zip and Windows write them): written under ASCII placeholders of the same length, which
     are then replaced byte for byte (offsets unchanged)."""
@@ -301,7 +303,7 @@ def _unflagged(path: Path, names: dict[str, bytes], members: dict[str, bytes], e
         for name, data in members.items():
             info = zipfile.ZipInfo(name)
             info.compress_type = zipfile.ZIP_DEFLATED
-            if name in extra:
+            if name in (extra or {}):
                 info.extra = extra[name]
             zf.writestr(info, data)
     blob = path.read_bytes()
