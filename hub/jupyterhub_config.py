@@ -6,6 +6,7 @@ below come from there. docs/deploying.md explains the design.
 """
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -38,6 +39,12 @@ c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(STATE / "jupyterhub.pid")
 c.JupyterHub.cleanup_servers = True
 c.JupyterHub.cleanup_proxy = True
+# A hub started in the background (`make hub &`, a script, nohup) inherits SIGINT ignored, and so did
+# every server and service it started: the hub stops each with SIGINT first and waited out its interrupt
+# timeout for each (68 s for the two services). Restored here, before anything is started; the hub
+# installs its own SIGINT handler when it runs.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # --------------------------------------------------------------------------- who may log in
 # PAM: the machine's own accounts and passwords (what `setup --demo` and `roster` make). A class that
@@ -105,8 +112,11 @@ if GRADING_SERVICE:
         (str(p) for p in [Path(hub["repo"]) / ".venv" / "bin" / "python"] if p.exists()), sys.executable)
     c.JupyterHub.services.append({
         "name": f"{SERVICE}-grading",
+        # --exit-with-parent: it ends with the hub however the hub ends (a kill, the OOM killer), and a new
+        # one ends any it finds still serving the socket before it binds (instructor/grading/service.py)
         "command": [GRADING_PYTHON, "-m", "instructor.grading.service", "serve", "--socket", str(GRADING_SOCKET),
-                    "--group", GRADERS_GROUP, "--jobs", os.environ.get("HUB_GRADING_JOBS", "1")],
+                    "--group", GRADERS_GROUP, "--jobs", os.environ.get("HUB_GRADING_JOBS", "1"),
+                    "--exit-with-parent"],
         "cwd": hub["repo"],
         "environment": {
             "PATH": f"{Path(GRADING_PYTHON).parent}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",

@@ -136,6 +136,128 @@ def result_from_json(d: dict):
 
 # --------------------------------------------------------------------------- the server (root)
 
+def pidfile_for(path: Path) -> Path:
+    """Where the service serving ``path`` writes its pid: beside the socket, in the service's own folder."""
+    return Path(path).with_name(Path(path).name + ".pid")
+
+
+def write_pidfile(pidfile: Path) -> None:
+    fd = os.open(pidfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as f:
+        f.write(f"{os.getpid()}\n")
+
+
+def drop_pidfile(pidfile: Path) -> None:
+    """Remove ``pidfile`` if it is this process's (a newer service's stays)."""
+    with contextlib.suppress(OSError, ValueError):
+        if int(Path(pidfile).read_text().split()[0]) == os.getpid():
+            Path(pidfile).unlink()
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def serving(pid: int, path: Path) -> bool:
+    """Is ``pid`` a grading service of this account's, serving the socket ``path``?"""
+    argv = _cmdline(pid)
+    try:
+        owner = os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return False
+    if owner != os.geteuid() or "instructor.grading.service" not in argv or "serve" not in argv:
+        return False
+    try:
+        sock = argv[argv.index("--socket") + 1]
+    except (ValueError, IndexError):
+        return False
+    return os.path.abspath(sock) == os.path.abspath(path)
+
+
+def stale_services(path: Path) -> list[int]:
+    """Other running services on the socket ``path``: the one its pidfile names, and any other found in
+    /proc (one started before pidfiles were written)."""
+    found = set()
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        found.add(int(pidfile_for(path).read_text().split()[0]))
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            found.add(int(entry))
+    me = os.getpid()
+    return sorted(pid for pid in found if pid not in (me, os.getppid()) and serving(pid, path))
+
+
+def _gone(pid: int, path: Path, seconds: float) -> bool:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not serving(pid, path):
+            return True
+        time.sleep(0.05)
+    return not serving(pid, path)
+
+
+def stop_stale(path: Path, *, grace: float = 5.0) -> list[int]:
+    """End every other service on the socket ``path`` (SIGTERM, then SIGKILL after ``grace`` seconds):
+    its grading workers watch it and end with it, and their sandboxes with them. The pids ended."""
+    import signal
+
+    pids = stale_services(path)
+    for pid in pids:
+        print(f"grading service: ending an earlier service on {path} (pid {pid}) before taking its socket",
+              file=sys.stderr, flush=True)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    for pid in pids:
+        if not _gone(pid, path, grace):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            _gone(pid, path, grace)
+    return pids
+
+
+def exit_with_parent() -> None:
+    """End this process (SIGTERM, as a hub's stop would) when its parent ends, however it ends: a hub
+    killed by a signal or the OOM killer never stops its services, and a root service left behind
+    keeps its socket's path and its pre-started sandboxes. The kernel's ``PR_SET_PDEATHSIG`` says so at
+    once; a pidfd on the parent (or, without one, its pid polled) says so too, in case the parent
+    thread that started this process ended before the parent did."""
+    import signal
+
+    parent = os.getppid()
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    if parent == 1 or os.getppid() != parent:   # the parent went before the watch began
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+
+    def watch() -> None:
+        import select
+        import time
+
+        try:
+            fd = os.pidfd_open(parent)
+        except ProcessLookupError:
+            fd = None
+        except (AttributeError, OSError):
+            while os.getppid() == parent:
+                time.sleep(0.5)
+            fd = None
+        if fd is not None:
+            select.select([fd], [], [])
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(10)                           # the stop did not end the process: end it
+        os._exit(3)
+
+    threading.Thread(target=watch, name="hub-watch", daemon=True).start()
+
+
 def allowed(uid: int, group: str | None, uids: set[int]) -> bool:
     """Root, a uid named at start, or an account in the graders' ``group`` (looked up now)."""
     if uid == 0 or uid in uids:
@@ -189,6 +311,8 @@ class Server:
         self._lock = threading.Lock()
         self.sock: socket.socket | None = None
         self.stopping = threading.Event()
+        self.pidfile = pidfile_for(self.path)
+        self._owns_path = False
 
     # ---------------------------------------------------------------- the socket
     def bind(self) -> None:
@@ -202,6 +326,9 @@ class Server:
                                "not a link or another account's folder")
         os.chown(folder, os.geteuid(), gid, follow_symlinks=False)
         os.chmod(folder, 0o750)
+        # another service on this socket (one a hub that died left running, with its sandboxes): ended
+        # before its socket is taken over, so no root service outlives the hub that started it
+        self.stale = stop_stale(self.path)
         with contextlib.suppress(FileNotFoundError):
             st = os.lstat(self.path)
             if not stat.S_ISSOCK(st.st_mode):
@@ -217,6 +344,8 @@ class Server:
         os.chmod(self.path, 0o660)
         sock.listen(16)
         self.sock = sock
+        self._owns_path = True
+        write_pidfile(self.pidfile)
 
     def serve_forever(self) -> None:
         if self.sock is None:
@@ -232,14 +361,24 @@ class Server:
             threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
 
     def stop(self) -> None:
+        """Stop serving and end the grading workers now (their pre-started sandboxes die with them): a
+        submission being graded is not waited for, so a hub's stop takes a second, not a grading's length."""
         self.stopping.set()
         if self.sock is not None:
             with contextlib.suppress(OSError):
                 self.sock.close()
-        with contextlib.suppress(OSError):
-            self.path.unlink()
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._owns_path:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            self._owns_path = False
+        drop_pidfile(self.pidfile)
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            procs = list((getattr(pool, "_processes", None) or {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for p in procs:
+                with contextlib.suppress(Exception):
+                    p.kill()
 
     # ---------------------------------------------------------------- one connection
     def handle(self, conn: socket.socket) -> None:
@@ -366,6 +505,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--group", help="the graders' group: its members may grade")
     s.add_argument("--allow-uid", type=int, action="append", default=[], help="a uid that may grade (repeatable)")
     s.add_argument("--jobs", type=int, default=1, help="grading workers (default 1)")
+    s.add_argument("--exit-with-parent", action="store_true",
+                   help="end when the process that started this one ends (the hub: however it ends)")
     r = sub.add_parser("report", help="the service's sandbox, measured where it grades")
     r.add_argument("--socket", default=configured(), required=configured() is None)
     h = sub.add_parser("hello", help="is the service there, and what does it grade?")
@@ -375,24 +516,37 @@ def main(argv: list[str] | None = None) -> int:
         if os.geteuid() != 0:
             print("warning: not root: the service grades with the same sandbox as the grader account would "
                   "(run it as root for a cgroup, a tmpfs and a reserved uid per submission)", file=sys.stderr)
-        tmp = os.environ.get("TMPDIR")
-        if tmp and not os.path.isdir(tmp):
-            os.makedirs(tmp, mode=0o700)  # the workspaces' folder: this account's alone
-        try:
-            server = Server(Path(args.socket), group=args.group, uids=set(args.allow_uid), jobs=args.jobs)
-            server.bind()
-        except (ServiceError, KeyError, OSError) as err:
-            print(f"error: {args.socket}: {err}", file=sys.stderr)
-            return 2
         import signal
 
-        signal.signal(signal.SIGTERM, lambda *_: server.stop())
+        # A stop is SIGINT (a hub's first signal), then SIGTERM: both end the service at once, also where
+        # SIGINT came ignored from the parent (a hub started in the background), which used to hold a
+        # hub's stop for its interrupt timeout.
+        def on_signal(*_):
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        server = None
         try:
+            if args.exit_with_parent:
+                exit_with_parent()
+            tmp = os.environ.get("TMPDIR")
+            if tmp and not os.path.isdir(tmp):
+                os.makedirs(tmp, mode=0o700)  # the workspaces' folder: this account's alone
+            try:
+                server = Server(Path(args.socket), group=args.group, uids=set(args.allow_uid), jobs=args.jobs)
+                server.bind()
+            except (ServiceError, KeyError, OSError) as err:
+                print(f"error: {args.socket}: {err}", file=sys.stderr)
+                return 2
             server.serve_forever()
         except KeyboardInterrupt:
             pass
         finally:
-            server.stop()
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            if server is not None:
+                server.stop()   # the workers are killed: exiting waits for no submission being graded
         return 0
     try:
         reply = ask(args.socket, {"op": args.cmd})
