@@ -62,6 +62,33 @@ def _config(exchange: Path, course: Path):
     return cfg
 
 
+_TEMPLATE_DB: list[Path] = []
+
+
+def _template_db() -> Path:
+    """One gradebook with the assignment and the students, made once (nbgrader makes a new one by running
+    its migrations: seconds) and copied for each test (opening a copy is milliseconds)."""
+    import tempfile
+
+    from nbgrader.api import Gradebook
+
+    if not _TEMPLATE_DB:
+        path = Path(tempfile.mkdtemp(prefix="ixtr-gb-")) / "gradebook.db"
+        with Gradebook(f"sqlite:///{path}", course_id=COURSE_ID) as gb:
+            gb.update_or_create_assignment(ASSIGNMENT)
+            for s in ("alice", "bob"):
+                gb.update_or_create_student(s)
+        _TEMPLATE_DB.append(path)
+    return _TEMPLATE_DB[0]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_template_db():
+    yield
+    for path in _TEMPLATE_DB:
+        shutil.rmtree(path.parent, ignore_errors=True)
+
+
 def _course(tmp_path: Path, due: datetime.datetime | None) -> tuple[Path, Path]:
     """An exchange with the course's folders (as the account running the test) and a course folder whose
     gradebook holds the assignment with the due date ``due`` (naive UTC) and the students."""
@@ -74,10 +101,9 @@ def _course(tmp_path: Path, due: datetime.datetime | None) -> tuple[Path, Path]:
         (exchange / COURSE_ID / sub).mkdir(exist_ok=True)
         os.chmod(exchange / COURSE_ID / sub, mode)
     course.mkdir()
+    shutil.copy(_template_db(), course / "gradebook.db")
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=COURSE_ID) as gb:
         gb.update_or_create_assignment(ASSIGNMENT, duedate=due)
-        for s in ("alice", "bob"):
-            gb.update_or_create_student(s)
     return exchange, course
 
 
