@@ -145,7 +145,10 @@ def _penalty(course: Path, student: str, stamp: datetime.datetime) -> float:
     gradebook's own lateness (due date vs. submission time) through the course's PerDayPenalty."""
     from nbgrader.api import Gradebook
 
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=COURSE_ID) as gb:
+    import warnings
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=COURSE_ID) as gb, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*not in session.*")   # nbgrader's add_submission, harmless
         sub = gb.add_submission(ASSIGNMENT, student, timestamp=stamp)
         late = sub.total_seconds_late
     return PerDayPenalty().late_submission_penalty(student, 8.0, late)
