@@ -202,9 +202,13 @@ class CubeSumGrad(Check):
     shape. Returns d/dx sum(fn(x)) as a float64 tensor of the same length on the course device (``DEVICE``),
     to float64 precision. *Computed by autograd* is judged by what autograd alone can give: besides the
     default, every list comes with functions drawn for it (some seeded, two drawn at grading time from the
-    system's randomness), whose gradients the judge computes here. Nothing measured in the student's
-    process (a count of backward passes, say) decides anything: an answer that writes 3 * x ** 2 fails on
-    every drawn function, whatever else it runs."""
+    system's randomness), whose gradients the judge computes here. Each drawn function holds a factor
+    ``v.detach()`` (:data:`DETACHED`), whose gradient autograd alone knows: a numerical derivative (finite
+    differences, a complex step) fails every drawn function, whatever other ops are drawn. Nothing
+    measured in the student's process (a count of backward passes, say) decides anything: an answer that
+    writes 3 * x ** 2 fails on every drawn function, whatever else it runs. What is measured there (the
+    calls of ``fn`` whose result autograd tracks) only picks the message of a wrong answer: "returned a
+    gradient autograd did not compute", not "not implemented yet"."""
     assignment, grade_id, function = ASSIGNMENT, "cube_sum_grad_tests", "cube_sum_grad"
     draws = ()             # lists of Python floats and drawn functions: no tensor kind is drawn
     probe_helpers = (call_with_fn,)
