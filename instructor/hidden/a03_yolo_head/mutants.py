@@ -139,6 +139,22 @@ MUTANTS = {
                "best.backward()\n        grad = delta.grad\n        delta = (delta - step"),
         Mutant("only the last step kept", "delta = (delta.detach() - step * grad.sign())",
                "delta = (torch.zeros_like(delta) - step * grad.sign())"),
+        # hiding gradients from the count (issue 36): the stem's hooks cleared, a private copy, every counter off
+        Mutant("the stem's hooks cleared, ten gradients per step", "    for _ in tqdm(range(steps),",
+               "    model.stem._forward_pre_hooks.clear()\n    for _ in tqdm(range(10 * steps),"),
+        Mutant("a private copy of the detector attacked, ten gradients per step", "    for _ in tqdm(range(steps),",
+               "    from autograder.attack import attack_model\n    model = attack_model(image.device)\n"
+               "    for _ in tqdm(range(10 * steps),"),
+        Mutant("every counter switched off (hooks cleared, dispatch modes popped), ten gradients per step", "    for _ in tqdm(range(steps),",
+               "    hooks = dict(model.stem._forward_pre_hooks)\n    model.stem._forward_pre_hooks.clear()\n"
+               "    modes = [torch._C._pop_torch_dispatch_stack(None) for _ in "
+               "range(torch._C._len_torch_dispatch_stack())]\n"
+               "    for _ in tqdm(range(10 * steps),"),
+        Mutant("a private copy of the detector attacked, one gradient per step", "    for _ in tqdm(range(steps),",
+               "    from autograder.attack import attack_model\n    model = attack_model(image.device)\n"
+               "    for _ in tqdm(range(steps),",
+               equivalent="the same frozen detector gives the same gradients, one per step; the dispatch mode "
+                          "counts a copy's first convolution too"),
         Mutant("a second gradient per step", "        (grad,) = torch.autograd.grad(best, delta)\n",
                "        (grad,) = torch.autograd.grad(best, delta)\n"
                "        torch.autograd.grad(model(image + delta)[0][..., 4].amax(), delta)\n"),
