@@ -30,11 +30,14 @@ help:
 
 # The dev extra brings the hub's packages (tests/test_hub.py), pinned apart in hub/constraints-hub.txt so
 # that Binder's environment.yml, made from constraints.txt, never replaces Binder's own JupyterHub.
-$(STAMP): constraints.txt hub/constraints-hub.txt pyproject.toml
+# Every Jupyter server of the venv serves the course's formgrader, never nbgrader's own (whose submission
+# page runs a student's script as the instructor): autograder/course_formgrader.py writes the venv's config.
+$(STAMP): constraints.txt hub/constraints-hub.txt pyproject.toml autograder/course_formgrader.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
 	$(BIN)/python -m pip install --quiet -c constraints.txt -c hub/constraints-hub.txt -e '.[dev]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (course)" >/dev/null
+	$(BIN)/python -m autograder.course_formgrader install >/dev/null
 	touch $@
 
 setup: $(STAMP) sandbox-check
