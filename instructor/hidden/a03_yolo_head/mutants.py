@@ -145,7 +145,8 @@ MUTANTS = {
         Mutant("a private copy of the detector attacked, ten gradients per step", "    for _ in tqdm(range(steps),",
                "    from autograder.attack import attack_model\n    model = attack_model(image.device)\n"
                "    for _ in tqdm(range(10 * steps),"),
-        Mutant("every counter switched off (hooks cleared, dispatch modes popped), ten gradients per step", "    for _ in tqdm(range(steps),",
+        Mutant("every counter switched off (hooks cleared, dispatch modes popped), ten gradients per step",
+               "    for _ in tqdm(range(steps),",
                "    hooks = dict(model.stem._forward_pre_hooks)\n    model.stem._forward_pre_hooks.clear()\n"
                "    modes = [torch._C._pop_torch_dispatch_stack(None) for _ in "
                "range(torch._C._len_torch_dispatch_stack())]\n"
