@@ -344,3 +344,23 @@ def test_bash_n_catches_a_broken_script(tmp_path):
     bad = tmp_path / "bad.sh"
     bad.write_text("#!/usr/bin/env bash\nif true; then\n")
     assert subprocess.run(["bash", "-n", str(bad)], capture_output=True).returncode != 0
+
+
+def test_every_recipe_switches_nbgrader_s_formgrader_off_in_its_environments():
+    """nbgrader's own formgrader (its submission page runs a student's script as the grader) is switched
+    off by each recipe in the environments it installs nbgrader into (issue 36, item 2): TLJH's user
+    environment after the course is installed there, and the images' shared base stage. The control: the
+    checks find nothing in a recipe without the line."""
+    def switched_off(text: str, after: str) -> bool:
+        at = text.find(after)
+        return at >= 0 and "-m autograder.course_formgrader install" in text[at:]
+
+    tljh = (TLJH / "install.sh").read_text()
+    assert switched_off(tljh, '/opt/tljh/user/bin/python -m pip install')
+    assert "/opt/tljh/user/bin/python -m autograder.course_formgrader install" in tljh
+    docker = (Z2JH / "Dockerfile").read_text()
+    base = docker.split(" AS base")[1].split(" AS configs")[0]
+    assert switched_off(base, "pip install")
+    # the control: the same check on the recipes with the line taken out
+    assert not switched_off(tljh.replace("-m autograder.course_formgrader install", ""), "/opt/tljh/user/bin/python -m pip")
+    assert not switched_off(base.replace("-m autograder.course_formgrader install", ""), "pip install")

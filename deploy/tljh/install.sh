@@ -65,6 +65,10 @@ make -C "$CHECKOUT" setup
 #    and its dependencies at the versions of constraints.txt. Only constraints.txt: TLJH keeps its
 #    own jupyterhub there, matching its hub.
 /opt/tljh/user/bin/python -m pip install --quiet -c "$CHECKOUT/constraints.txt" "$CHECKOUT"
+#    nbgrader switches its own formgrader on in every environment it is installed in; its submission
+#    page runs a student's script as the grader. Off in the user environment (the course's formgrader is
+#    the hub service; autograder/course_formgrader.py): a grader's own `jupyter lab` serves none.
+/opt/tljh/user/bin/python -m autograder.course_formgrader install
 
 # 6. TLJH's settings: the same keys as deploy/tljh/config.yaml.
 tljh-config set auth.type firstuseauthenticator.FirstUseAuthenticator
