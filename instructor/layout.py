@@ -11,6 +11,10 @@ import nbformat
 
 REPO = Path(__file__).resolve().parents[1]
 NB_EXT = ".ipynb"
+#: Written by the course's collect beside ``timestamp.txt`` when it re-stamped a backdated hand-in with the
+#: time its files were really changed (``instructor/grading/exchange.py``); grading turns it into a note
+#: the student and the instructor see. A file of that name a student handed in is never collected.
+RESTAMP_NOTE = "restamped.txt"
 
 __all__ = ["REPO", "NB_EXT", "assignments", "source_notebooks", "notebook_owner", "gradebook_layout", "load_config",
            "nbgrader_meta", "is_test_cell", "test_cell_ids"]

@@ -179,6 +179,35 @@ def test_a_backdated_hand_in_is_restamped_and_pays_the_late_penalty(tmp_path, ca
     assert _penalty(course, "alice", stamp) == pytest.approx(0.8)   # 10% of 8 points, one started day
 
 
+def test_the_student_and_the_instructor_are_told_why_it_was_restamped(tmp_path, caplog):
+    """collect writes its note beside timestamp.txt; grading turns it into a flag, the line the feedback's
+    "Notes from the grader", grades.csv and the exports show."""
+    from instructor.grading import pipeline
+    from instructor.layout import RESTAMP_NOTE
+
+    exchange, course, folder, forged, now = _backdated_class(tmp_path)
+    _collect(exchange, course, caplog)
+    collected = course / "submitted" / "alice" / ASSIGNMENT
+    note = (collected / RESTAMP_NOTE).read_text()
+    assert f"{forged:%Y-%m-%d %H:%M:%S}" in note and "late penalty" in note, note
+    sub = pipeline.Submission("alice", ASSIGNMENT, [collected / f"{ASSIGNMENT}.ipynb"])
+    res = pipeline.Result("alice", ASSIGNMENT, ok=False)
+    pipeline.stage(sub, collected, tmp_path, res)
+    assert res.flags == [f"re-stamped: {note}"], res.flags
+
+
+def test_a_note_the_student_hands_in_herself_is_not_collected(tmp_path, caplog):
+    from instructor.layout import RESTAMP_NOTE
+
+    now = _utc_now()
+    exchange, course = _course(tmp_path, due=now + datetime.timedelta(hours=1))
+    folder = _hand_in(exchange, "bob", now - datetime.timedelta(seconds=30))
+    (folder / RESTAMP_NOTE).write_text("handed in at 2020-01-01 00:00:00 UTC")
+    _collect(exchange, course, caplog)
+    collected = course / "submitted" / "bob" / ASSIGNMENT
+    assert (collected / f"{ASSIGNMENT}.ipynb").is_file() and not (collected / RESTAMP_NOTE).exists()
+
+
 def test_without_the_defence_the_backdated_hand_in_escapes_the_penalty(tmp_path, caplog, monkeypatch):
     """The control: the re-stamp monkeypatched off, the forged stamp is collected and no penalty applies."""
     monkeypatch.setattr(course_exchange.CourseExchangeCollect, "_restamp_if_backdated", lambda self, path, rec: None)

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..layout import (NB_EXT, REPO, assignments, gradebook_layout, load_config, notebook_owner,  # noqa: F401
+from ..layout import (NB_EXT, REPO, RESTAMP_NOTE, assignments, gradebook_layout, load_config, notebook_owner,  # noqa: F401
                       source_notebooks)
 from .parallel import grade_parallel, start_workers
 from .service import configured as configured_service, submitter
@@ -205,7 +205,7 @@ def collect_submissions(path: Path, root: Path = REPO) -> tuple[list[Submission]
                     if linked(f, student_dir.name, entry.name):
                         continue
                     if f.suffix != NB_EXT:
-                        if f.name not in ("timestamp.txt", "submission_secret.txt"):  # nbgrader's own
+                        if f.name not in ("timestamp.txt", "submission_secret.txt", RESTAMP_NOTE):  # nbgrader's, collect's
                             problems.append(Problem(f, "not a notebook (.ipynb); skipped, the rest is graded"))
                         continue
                     nb, why = read_notebook(f)

@@ -53,6 +53,8 @@ from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.utils import parse_utc
 from traitlets import Bool, Float, Int, List, Unicode
 
+from ..layout import RESTAMP_NOTE
+
 __all__ = ["CourseExchangeCollect", "handed_in_at", "utc_now"]
 
 
@@ -349,6 +351,9 @@ class CourseExchangeCollect(ExchangeCollect):
             if after > self._stamps[src] + datetime.timedelta(seconds=self.clock_skew_seconds):
                 self.restamped[src] = (self.restamped.get(src, (self._stamps[src],))[0], after)
                 self._stamps[src] = after
+        forged_note = os.path.join(dest, RESTAMP_NOTE)
+        if os.path.lexists(forged_note):  # only collect writes this note: one the student handed in goes
+            os.unlink(forged_note)
         if src in self.restamped:
             stamp, real = self.restamped[src]
             target = os.path.join(dest, "timestamp.txt")
@@ -356,6 +361,10 @@ class CourseExchangeCollect(ExchangeCollect):
                 os.unlink(target)
             with open(target, "w") as f:
                 f.write(real.strftime("%Y-%m-%d %H:%M:%S.%f UTC"))
+            with open(forged_note, "w") as f:
+                f.write(f"handed in at {real:%Y-%m-%d %H:%M:%S} UTC (when its files were last changed), though its "
+                        f"folder and timestamp.txt said {stamp:%Y-%m-%d %H:%M:%S} UTC: collected with the real time, "
+                        "which the late penalty counts from")
             self.log.warning("RE-STAMPED: %s collected with timestamp.txt %s UTC (its folder said %s UTC)",
                              dest, f"{real:%Y-%m-%d %H:%M:%S.%f}", stamp)
         if self.coursedir.groupshared:

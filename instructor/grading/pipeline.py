@@ -30,7 +30,7 @@ from pathlib import Path
 
 import nbformat
 
-from ..layout import NB_EXT, REPO, gradebook_layout, load_config, test_cell_ids
+from ..layout import NB_EXT, REPO, RESTAMP_NOTE, gradebook_layout, load_config, test_cell_ids
 from . import sandbox, zygote
 from .feedback import annotate_feedback, exporter_class
 from .canonical import canonical_notebook
@@ -489,6 +489,16 @@ def _timestamp_of(sub: Submission) -> Path | None:
     return ts
 
 
+def _restamp_note(sub: Submission) -> str:
+    """What the course's collect wrote when it re-stamped this hand-in (:data:`RESTAMP_NOTE`), or ``""``:
+    read like ``timestamp.txt``, a small regular file and never a link, one line of printable text."""
+    p = sub.notebooks[0].parent / RESTAMP_NOTE if sub.notebooks else None
+    if p is None or p.is_symlink() or not p.is_file() or p.stat().st_size > 512:
+        return ""
+    text = p.read_text(encoding="utf-8", errors="replace")
+    return "".join(ch for ch in text if ch.isprintable()).strip()[:400]
+
+
 def stage(sub: Submission, target: Path, workdir: Path, res: Result) -> None:
     """Put the submission where nbgrader looks for it, never losing anything already there.
 
@@ -496,6 +506,9 @@ def stage(sub: Submission, target: Path, workdir: Path, res: Result) -> None:
     way is moved to ``replaced_submissions/<time>/`` (reported), never deleted. The submission's
     ``timestamp.txt`` goes with its notebooks, so that nbgrader's late penalty sees when it was handed in.
     """
+    note = _restamp_note(sub)
+    if note:
+        res.flags.append(f"re-stamped: {note}")
     if all(nb.parent.resolve() == target.resolve() for nb in sub.notebooks):
         return
     ts = _timestamp_of(sub)
