@@ -541,3 +541,16 @@ def test_an_attack_that_moves_the_image_without_any_gradient_is_named():
     v = verdict("attack_tests", namespace("def attack(model, image, eps, steps):\n"
                                           "    return (image - eps).clamp(0, 1) - image\n"))
     assert not v.passed and "no gradient with respect to the image was counted" in v.message, v.message
+
+
+@pytest.mark.parametrize("context", ["locate_inplace()", "torch.autograd.graph.allow_mutation_on_saved_tensors()"])
+def test_an_attack_inside_a_dispatch_mode_of_its_own_passes(context):
+    """Honest code may push its own dispatch mode (the course's locator, PyTorch's context) and pop it again:
+    the grader's mode is still on the stack after the call, and both counts see one gradient per step."""
+    wrapped = ATTACK.replace("def attack(", "def _pgd(") + (
+        "from autograder.inplace import locate_inplace\n"
+        "def attack(model, image, eps, steps):\n"
+        f"    with {context}:\n"
+        "        return _pgd(model, image, eps, steps)\n")
+    v = verdict("attack_tests", namespace(wrapped))
+    assert v.passed, v.message
