@@ -70,6 +70,12 @@ class QuestionResult:
         line = self.message.strip().splitlines()[0] if self.message.strip() else ""
         return line if len(line) <= MAX_LINE else line[:MAX_LINE - 3] + "..."
 
+    @property
+    def next_steps(self) -> list[str]:
+        """The failure's "expected", "got" and "try next" lines (the course's message layout), in order."""
+        return [line.strip() for line in self.message.splitlines()
+                if line.strip().startswith(("expected :", "got      :", "got :", "try next :"))]
+
     def score_text(self) -> str:
         if self.kind == "manual":
             return (f"graded by hand ({self.points:g} pt)" if self.answered is not False
@@ -124,6 +130,7 @@ class CheckReport:
             if q.first_line:
                 row += f"   {q.first_line}"
             lines.append(row)
+            lines += [f"  {'':<{width}}    {step[:MAX_LINE]}" for step in (q.next_steps if q.passed is False else [])]
             if q.hidden is not None:
                 lines.append(f"  {'':<{width}}  with hidden tests: {q.hidden}"
                              + (f"   {q.hidden_message.splitlines()[0]}" if q.hidden_message.strip() else ""))

@@ -66,10 +66,10 @@ def fail(what: str, *, expected: Any = None, got: Any = None, inputs: Any = None
         lines.append(f"  expected : {expected if isinstance(expected, str) else describe(expected)}")
     if got is not None:
         lines.append(f"  got      : {got if isinstance(got, str) else describe(got)}")
+    if hint:  # before the detail: expected / got / try next lead, where Validate's dialog shows them first
+        lines.append(f"  try next : {hint}")
     if detail:
         lines += ["  " + line for line in _brief(detail)]
-    if hint:
-        lines.append(f"  try next : {hint}")
     raise CheckFailed("\n".join(lines))
 
 

@@ -119,3 +119,30 @@ def test_ignore_pattern_keeps_full_marks_for_a_cell_that_only_warned():
     cell2.outputs = [real_error]
     nb2, _ = pp.preprocess(new_notebook(cells=[cell2]), {})
     assert determine_grade(nb2.cells[0])[0] == 0, "only warnings are dropped, not other stderr"
+
+
+def test_expected_got_and_try_next_lead_the_detail():
+    """Validate's dialog and check() show a message from the top: the next step comes before a long detail."""
+    detail = "\n".join(f"line {i} of a long traceback" for i in range(20))
+    with pytest.raises(checks.CheckFailed) as info:
+        checks.fail("backward failed", expected="no error", got="RuntimeError", hint="use torch.cat", detail=detail)
+    lines = str(info.value).splitlines()
+    assert [l.split(":")[0].strip() for l in lines[1:4]] == ["expected", "got", "try next"], lines
+    assert lines[4].strip() == "line 0 of a long traceback"
+
+
+def test_check_lists_each_failures_next_steps_under_its_question():
+    from pathlib import Path
+
+    from autograder.check import CheckReport, QuestionResult
+
+    msg = ("CheckFailed: decode(p) has wrong values\n  expected : tensor float64 (2, 3)\n"
+           "  got      : tensor float32 (2, 3)\n  try next : cast with .to(p.dtype)\n  detail line")
+    report = CheckReport(Path("a.ipynb"), [QuestionResult("decode_tests", 2, 0, message=msg),
+                                           QuestionResult("other_tests", 1, 1)])
+    text = str(report).splitlines()
+    row = next(i for i, l in enumerate(text) if "decode_tests" in l)
+    assert [t.strip() for t in text[row + 1:row + 4]] == [
+        "expected : tensor float64 (2, 3)", "got      : tensor float32 (2, 3)", "try next : cast with .to(p.dtype)"]
+    assert "detail line" not in str(report)
+    assert text[row + 4].strip().startswith("other_tests")
