@@ -146,3 +146,23 @@ def test_check_lists_each_failures_next_steps_under_its_question():
         "expected : tensor float64 (2, 3)", "got      : tensor float32 (2, 3)", "try next : cast with .to(p.dtype)"]
     assert "detail line" not in str(report)
     assert text[row + 4].strip().startswith("other_tests")
+
+
+def test_a_hidden_checks_crash_from_a_failed_match_says_so():
+    """A student's re.search(...) that matched nothing, used as a match: the hidden check's message points at
+    the pattern, not at "read the traceback" (the student never sees the grader's traceback)."""
+    import re
+
+    from instructor.hidden import Check, _error_message
+
+    check = Check.__new__(Check)
+    check.function = "read_error_message"
+    case = {"label": "a bfloat16 message"}
+    for err in (lambda: re.search("x", "y").group(1), lambda: re.search("x", "y")[1]):
+        try:
+            err()
+        except (AttributeError, TypeError) as e:
+            msg = _error_message(check, case, {"type": type(e).__name__, "message": str(e)})
+        assert "try next" in msg and "matched nothing" in msg and "read the traceback" not in msg, msg
+    msg = _error_message(check, case, {"type": "ZeroDivisionError", "message": "division by zero"})
+    assert "read the traceback" in msg

@@ -39,7 +39,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
-from autograder.checks import CheckFailed
+from autograder.checks import CheckFailed, no_match_hint
 
 from .probe_driver import compile_probe, run_case, unwrap
 
@@ -173,8 +173,8 @@ def _error_message(check: Check, case: dict, err: dict) -> str:
         return f"{msg}{where}\n  try next : run your notebook top to bottom (Kernel > Restart & Run All) and fix the first error."
     if kind == "Timeout":
         return f"{check.function} {msg}{where}\n  try next : look for a loop that never ends."
-    return (f"{check.function} raised {kind}{where}\n  detail   : {msg[:600]}\n"
-            f"  try next : call it yourself on an input like the one above and read the traceback.")
+    hint = no_match_hint(kind, msg) or "call it yourself on an input like the one above and read the traceback."
+    return f"{check.function} raised {kind}{where}\n  detail   : {msg[:600]}\n  try next : {hint}"
 
 
 def judge_case(check: Check, case: dict, result: Any) -> str | None:
