@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["VERSION_PROGRAM", "version_program_text", "decode_constants"]
+__all__ = ["VERSION_PROGRAM", "version_program_text", "measure_version_program", "wrong_steps", "decode_constants"]
 
 # --------------------------------------------------------------------------- the version program
 
@@ -37,6 +37,35 @@ VERSION_PROGRAM = [
 def version_program_text() -> str:
     width = max(len(s) for s, _ in VERSION_PROGRAM)
     return "\n".join(f"{s:<{width}}   # line {i}: {w}._version ?" for i, (s, w) in enumerate(VERSION_PROGRAM, 1))
+
+
+def measure_version_program() -> list[tuple[int, bool]]:
+    """Run :data:`VERSION_PROGRAM` here: per line, (the watched tensor's ``_version``, whether it counts on
+    from the line before: the same tensor, or a view of it or its base, sharing one counter). A line that
+    watches a new object (``a = a * 1``) starts a count of its own."""
+    env: dict = {"torch": torch}
+    out, before = [], None
+    for statement, watched in VERSION_PROGRAM:
+        exec(statement, env)  # noqa: S102 - the course's own fixed program
+        t = eval(watched, env)  # noqa: S307
+        base = lambda x: x._base if x._base is not None else x  # noqa: E731
+        out.append((int(t._version), before is not None and base(t) is base(before)))
+        before = t
+    return out
+
+
+def wrong_steps(predicted, measured) -> list[str]:
+    """Where predictions go wrong, step by step: one line per *step* that moves the counter by another
+    amount than the program does, so one wrong line does not make every later line look wrong too."""
+    wrong = []
+    for n, (mine, (real, counts_on)) in enumerate(zip(predicted, measured), 1):
+        if n > 1 and counts_on:
+            step, real_step = mine - predicted[n - 2], real - measured[n - 2][0]
+            if step != real_step:
+                wrong.append(f"line {n}: you predict {step:+d} (to {mine}); it moves the counter {real_step:+d}")
+        elif mine != real:
+            wrong.append(f"line {n}: you predict {mine}; it is {real}")
+    return wrong
 
 
 # --------------------------------------------------------------------------- the box decode

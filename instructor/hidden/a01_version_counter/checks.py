@@ -8,7 +8,7 @@ import torch
 
 from autograder.checks import check_equal, check_true, check_type, fail, tolerances
 from autograder.runtime import test_configs
-from autograder.saved_tensors import decode_constants
+from autograder.saved_tensors import decode_constants, measure_version_program, wrong_steps
 
 from .. import Check
 from .cases import DECODES, second_output_error, synth_message
@@ -119,10 +119,12 @@ class PredictVersions(Check):
                    "predict_versions() must hold ints only", got=repr(pred),
                    hint="write each prediction as an int literal, e.g. 3 (not '3' or 3.0).")
         check_equal(pred[0], 0, "your prediction for line 1", hint="a brand-new tensor starts at version 0.")
-        wrong = [i + 1 for i, (g, t) in enumerate(zip(pred, truth)) if g != t]
-        check_true(not wrong, "some predicted versions are wrong",
-                   expected="the values printed by the program", got=f"wrong at line(s) {wrong}",
-                   hint="run the program cell by cell and explain each number you did not predict.")
+        steps = wrong_steps(pred, measure_version_program())   # one message per wrong step, not per later line
+        check_true(not steps, f"{len(steps)} step(s) of your predictions are wrong",
+                   expected="the values printed by the program", got=steps[0] if steps else "",
+                   detail="\n".join(steps[1:]),
+                   hint="run the program cell by cell and explain each step you did not predict: how many "
+                        "in-place operations does that line run, and on which counter?")
 
 
 class ReadErrorMessage(Check):
