@@ -32,3 +32,17 @@ def test_a_cell_the_notebook_does_not_hold_falls_back_to_its_first_line():
 def test_the_report_lists_task_names():
     report = HandinReport(Path("a-handin.zip"), Path("a.ipynb"), "a.ipynb", True, ["cube_sum_grad", "leaf_or_not"])
     assert "still open (2): cube_sum_grad, leaf_or_not" in str(report)
+
+
+@pytest.mark.parametrize("path", RELEASED, ids=lambda p: p.parent.name)
+def test_every_assignment_ends_by_saying_how_to_hand_it_in(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    last = "".join(nb["cells"][-1]["source"])
+    assert nb["cells"][-1]["cell_type"] == "markdown" and "Hand in" in last, f"{path}: its last cell: {last[:200]}"
+    assert "import autograder; autograder.export()" in last and "**Submit**" in last, last
+
+
+@pytest.mark.parametrize("where", ["notebooks/00_start_here.ipynb", "docs/students.md", "README.md"])
+def test_the_doors_say_how_to_hand_in(where):
+    text = (REPO / where).read_text(encoding="utf-8")
+    assert "autograder.export()" in text and "Submit" in text and "LMS" in text, where
