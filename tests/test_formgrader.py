@@ -55,9 +55,16 @@ def test_instructor_lab_serves_formgrader_with_the_pipeline_buttons(tmp_path):
     swapped = {p for p in theirs if ours[p] is not theirs[p]}
     assert swapped == {r"/formgrader/api/submission/([^/]+)/([^/]+)/autograde",
                        r"/formgrader/api/assignment/([^/]+)/([^/]+)/generate_feedback",
-                       r"/formgrader/api/assignment/([^/]+)/generate_feedback"}
+                       r"/formgrader/api/assignment/([^/]+)/generate_feedback",
+                       # the rows of Manage Submissions and of a student's assignments, with late marks
+                       r"/formgrader/api/submissions/([^/]+)", r"/formgrader/api/submission/([^/]+)/([^/]+)",
+                       r"/formgrader/api/student_submissions/([^/]+)"}
     assert not {apihandlers.AutogradeHandler, apihandlers.GenerateFeedbackHandler,
                 apihandlers.GenerateAllFeedbackHandler} & set(ours.values())
+    for p in swapped - {r"/formgrader/api/submission/([^/]+)/([^/]+)/autograde",
+                        r"/formgrader/api/assignment/([^/]+)/([^/]+)/generate_feedback",
+                        r"/formgrader/api/assignment/([^/]+)/generate_feedback"}:
+        assert issubclass(ours[p], theirs[p]), p  # nbgrader's handler, its reply with one more field
 
 
 def _free_port() -> int:

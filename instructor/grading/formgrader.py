@@ -234,12 +234,146 @@ def own_scripts(shell: str, static_prefix: str, nonce: str) -> tuple[str, list[s
     return _SCRIPT_TAG.sub(one, shell), handlers
 
 
+def late_text(seconds: float | None, penalty: float | None, score: float | None = None) -> str | None:
+    """What formgrader shows next to a late hand-in's score: how late (the gradebook's
+    ``total_seconds_late``) and the points the late policy took off (``late_submission_penalty``), e.g.
+    ``late: 2 h 10 min, −0.8 points (7.2 counts)``; ``None`` on time. nbgrader's score column is
+    the score before the penalty."""
+    if not seconds or seconds <= 0:
+        return None
+    s = int(round(seconds))
+    d, h, m = s // 86400, s % 86400 // 3600, s % 3600 // 60
+    if d:
+        when = f"{d} d {h} h" if h else f"{d} d"
+    elif h:
+        when = f"{h} h {m} min" if m else f"{h} h"
+    elif m:
+        when = f"{m} min"
+    else:
+        when = f"{s} s"
+    penalty = float(penalty or 0.0)
+    if penalty <= 0:
+        return f"late: {when}, no penalty"
+    text = f"late: {when}, \u2212{penalty:g} point{'' if penalty == 1 else 's'}"
+    if score is not None:
+        text += f" ({max(0.0, float(score) - penalty):g} counts)"
+    return text
+
+
+def with_late(gb, submissions: list[dict]) -> list[dict]:
+    """formgrader's submission dicts (``student``, ``name``: the assignment) with ``course_late``: the
+    :func:`late_text` of each late hand-in from the gradebook (``None`` on time, or not in it)."""
+    from nbgrader.api import MissingEntry
+
+    late: dict[tuple[str, str], str | None] = {}
+    for name in {s.get("name") for s in submissions if s.get("name")}:
+        try:
+            found = gb.find_assignment(name).submissions
+        except MissingEntry:
+            continue
+        for sub in found:
+            late[(sub.student.id, name)] = late_text(sub.total_seconds_late, sub.late_submission_penalty, sub.score)
+    for s in submissions:
+        s["course_late"] = late.get((s.get("student"), s.get("name")))
+    return submissions
+
+
+#: The list pages' own script (Manage Submissions, Manage Students, a student's assignments): a student
+#: without a first and last name in the gradebook shows as their id (nbgrader writes "None, None"), and
+#: a late hand-in's score gets its late mark (the API's ``course_late``, :func:`with_late`). Text only
+#: (jQuery's ``.text``): names come from a roster.
+PAGES_SCRIPT = """
+(function () {
+  function shown(first, last, id) {
+    var f = first === null || first === undefined ? "" : String(first).trim();
+    var l = last === null || last === undefined ? "" : String(last).trim();
+    if (f && l) return l + ", " + f;
+    return l || f || String(id);
+  }
+  function rename($cell, name) {
+    var $a = $cell.find("a");
+    ($a.length ? $a : $cell).text(name);
+    $cell.attr("data-order", name);
+  }
+  function mark($score, late) {
+    if (late) $score.append($("<div/>").addClass("text-danger small course-late").text(late));
+  }
+  function wrap(view, after) {
+    if (typeof view === "undefined" || !view.prototype || !view.prototype.render) return;
+    var render = view.prototype.render;
+    view.prototype.render = function () {
+      var out = render.apply(this, arguments);
+      try { after.call(this); } catch (e) { if (window.console) console.error("course formgrader:", e); }
+      return out;
+    };
+  }
+  if (typeof SubmissionUI !== "undefined") wrap(SubmissionUI, function () {
+    var m = this.model;
+    rename(this.$student_name, shown(m.get("first_name"), m.get("last_name"), m.get("student")));
+    if (m.get("autograded")) mark(this.$score, m.get("course_late"));
+  });
+  if (typeof StudentUI !== "undefined") wrap(StudentUI, function () {
+    var m = this.model;
+    rename(this.$name, shown(m.get("first_name"), m.get("last_name"), m.get("id")));
+  });
+  if (typeof StudentSubmissionUI !== "undefined") wrap(StudentSubmissionUI, function () {
+    if (this.model.get("autograded")) mark(this.$score, this.model.get("course_late"));
+  });
+})();
+"""
+
+#: The submission page's own script (Manual Grading): a score typed into an autograded cell's box, or
+#: its full/no credit buttons, replaces the autograder's score; the page asks first, and says so next
+#: to the box. Runs with the page's nonce (:func:`secure_submission_page`); no inline handler.
+OVERRIDE_NOTE = "autograded: a score typed here replaces the autograder's (leave it empty to keep it)"
+OVERRIDE_SCRIPT = """
+(function () {
+  if (typeof GradeUI === "undefined") return;
+  function autograded(m) { return m.get("auto_score") !== null && m.get("auto_score") !== undefined; }
+  function allowed(view, score) {
+    var m = view.model;
+    if (!autograded(m) || score === null || score === "") return true;
+    var now = m.get("manual_score");
+    if (now !== null && now !== undefined && Number(now) === Number(score)) return true;
+    return window.confirm("The autograder gave this cell " + m.get("auto_score") + " / " + m.get("max_score") +
+      ".\\nSaving " + score + " here REPLACES the autograder's score (the hidden checks' verdict)." +
+      "\\n\\nOverride the autograder?");
+  }
+  var initialize = GradeUI.prototype.initialize;
+  GradeUI.prototype.initialize = function () {
+    var out = initialize.apply(this, arguments);
+    if (autograded(this.model)) {
+      this.$score.attr("title", NOTE);
+      this.$score.last().after($("<div/>").addClass("text-muted small course-override-note").text(NOTE));
+    }
+    return out;
+  };
+  var save = GradeUI.prototype.save;
+  GradeUI.prototype.save = function () {
+    var v = this.$score.val();
+    if (!allowed(this, v === "" ? null : v)) { this.render(); return; }
+    return save.apply(this, arguments);
+  };
+  var full = GradeUI.prototype.assignFullCredit;
+  GradeUI.prototype.assignFullCredit = function () {
+    if (!allowed(this, this.model.get("max_score"))) return;
+    return full.apply(this, arguments);
+  };
+  var none = GradeUI.prototype.assignNoCredit;
+  GradeUI.prototype.assignNoCredit = function () {
+    if (!allowed(this, 0)) return;
+    return none.apply(this, arguments);
+  };
+})();
+""".replace("NOTE", json.dumps(OVERRIDE_NOTE))
+
+
 class UnsafePage(Exception):
     """The page could not be split into formgrader's template and the notebook: not served."""
 
 
 def secure_submission_page(render, resources: dict, static_prefix: str, *, sanitize: bool = True,
-                           nonce: str | None = None) -> tuple[str, str]:
+                           nonce: str | None = None, own_script: str | None = None) -> tuple[str, str]:
     """formgrader's submission page, (HTML, Content-Security-Policy header), in two layers:
 
     * the notebook part of the page, every cell together, through :func:`.sanitize.clean_fragment`
@@ -253,7 +387,8 @@ def secure_submission_page(render, resources: dict, static_prefix: str, *, sanit
     only the two marker cells ``cells``. The two pages must agree outside the markers (the template's
     part: no student content in it), else :class:`UnsafePage`. ``resources``' text is HTML-escaped
     first (nbgrader's templates write it unescaped: a student id, a name). ``sanitize=False`` only for
-    tests of the policy alone."""
+    tests of the policy alone. ``own_script``: one more script of the course's (:data:`OVERRIDE_SCRIPT`),
+    put before the end of the body with the nonce (after formgrader's scripts have defined their views)."""
     from .sanitize import clean_fragment
 
     resources = {k: html.escape(v) if isinstance(v, str) else v for k, v in resources.items()}
@@ -275,6 +410,10 @@ def secure_submission_page(render, resources: dict, static_prefix: str, *, sanit
     head = head + len("<head>") if head >= 0 else 0
     before = before[:head] + f'\n<script nonce="{nonce}">{MATHJAX_STAND_IN}</script>' + before[head:]
     after, handlers_after = own_scripts(after, static_prefix, nonce)
+    if own_script:
+        tag = f'<script nonce="{nonce}">{own_script}</script>\n'
+        end = after.rfind("</body>")
+        after = after[:end] + tag + after[end:] if end >= 0 else after + tag
     return before + notebook + after, submission_policy(nonce, handlers_before + handlers_after)
 
 
@@ -387,7 +526,8 @@ def _handlers():
             render = _render_with(handler.settings["nbgrader_exporter"], filename)
             try:
                 page, policy = secure_submission_page(render, dict(resources or {}),
-                                                      f"{handler.base_url}/formgrader/static/")
+                                                      f"{handler.base_url}/formgrader/static/",
+                                                      own_script=OVERRIDE_SCRIPT)
             except UnsafePage as err:
                 handler.log.error("formgrader: %s: not shown (%s)", filename, err)
                 raise web.HTTPError(500, "this submission's page could not be rendered safely")
@@ -405,7 +545,40 @@ def _handlers():
             super().set_extra_headers(path)
             self.set_header("Content-Security-Policy", FILES_CSP)
 
+    class SubmissionCollectionHandler(apihandlers.SubmissionCollectionHandler):
+        """Manage Submissions' rows, each with its late mark (:func:`with_late`)."""
+
+        @web.authenticated
+        @check_xsrf
+        @check_notebook_dir
+        def get(self, assignment_id):
+            self.write(json.dumps(with_late(self.gradebook, self.api.get_submissions(assignment_id))))
+
+    class SubmissionApiHandler(apihandlers.SubmissionHandler):
+        """One row of Manage Submissions (after Autograde), with its late mark."""
+
+        @web.authenticated
+        @check_xsrf
+        @check_notebook_dir
+        def get(self, assignment_id, student_id):
+            submission = self.api.get_submission(assignment_id, student_id)
+            if submission is None:
+                raise web.HTTPError(404)
+            self.write(json.dumps(with_late(self.gradebook, [submission])[0]))
+
+    class StudentSubmissionCollectionHandler(apihandlers.StudentSubmissionCollectionHandler):
+        """A student's assignments (Manage Students), each with its late mark."""
+
+        @web.authenticated
+        @check_xsrf
+        @check_notebook_dir
+        def get(self, student_id):
+            self.write(json.dumps(with_late(self.gradebook, self.api.get_student_submissions(student_id))))
+
     return {apihandlers.AutogradeHandler: AutogradeHandler,
+            apihandlers.SubmissionCollectionHandler: SubmissionCollectionHandler,
+            apihandlers.SubmissionHandler: SubmissionApiHandler,
+            apihandlers.StudentSubmissionCollectionHandler: StudentSubmissionCollectionHandler,
             apihandlers.GenerateFeedbackHandler: GenerateFeedbackHandler,
             apihandlers.GenerateAllFeedbackHandler: GenerateAllFeedbackHandler,
             handlers.SubmissionHandler: SubmissionHandler,
@@ -427,14 +600,36 @@ not be graded gets an empty cell, never 0, with its reason in Moodle's feedback 
 </ul></div></div>
 {%- endblock -%}
 """
+REPORT_MISSING_PAGE = """{%- extends 'base.tpl' -%}
+{%- block title -%}Class report{%- endblock -%}
+{%- block body -%}
+<div class="panel panel-warning"><div class="panel-heading"><h2 class="panel-title">No class report yet</h2></div>
+<div class="panel-body">
+<p>There is no class report in the course folder (<code>{{ report_path | e }}</code>) yet.
+Run Autograde / <code>python -m autograder grade</code> first: it writes the report next to
+<code>grades.csv</code>. After grading with formgrader's Autograde buttons, write it from what grading
+recorded with <code>python -m autograder report --workdir {{ course_dir | e }}</code>.</p>
+</div></div>
+{%- endblock -%}
+"""
 NAV_ANCHOR = '/formgrader/manage_students">Manage Students</a></li>'
-NAV_EXPORT = '<li role="presentation"><a href="{{ base_url }}/formgrader/export">Export Grades</a></li>'
+NAV_EXPORT = ('<li role="presentation"><a href="{{ base_url }}/formgrader/export">Export Grades</a></li>\n'
+              '<li role="presentation"><a href="{{ base_url }}/formgrader/report" target="_blank" '
+              'rel="noopener noreferrer">Class Report</a></li>')
+#: The class report as formgrader serves it: the report's own policy (no script, no network: inline
+#: styles and ``data:`` images) in a sandbox (an opaque origin, never the Jupyter server's).
+REPORT_CSP = ("sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
+              "form-action 'none'; frame-ancestors 'self'")
+#: The most of the report formgrader serves (a class's report is well under a megabyte per 100 students).
+REPORT_MAX_BYTES = 64 * 1024 * 1024
+PAGES_ANCHOR = "</body>"
 
 
 def with_export_link(env) -> None:
     """formgrader's side bar (every page's, including those that override it) gets an "Export Grades"
-    link: its templates are read through a loader that adds it after "Manage Students"; the page
-    itself is one more template."""
+    and a "Class Report" link: its templates are read through a loader that adds them after "Manage
+    Students"; the export page and the "no report yet" page are more templates. The base template
+    gets the list pages' own script (:data:`PAGES_SCRIPT`)."""
     import jinja2
 
     class Loader(jinja2.BaseLoader):
@@ -444,8 +639,13 @@ def with_export_link(env) -> None:
         def get_source(self, environment, template):
             if template == "course_export.tpl":
                 return EXPORT_PAGE, None, lambda: True
+            if template == "course_report_missing.tpl":
+                return REPORT_MISSING_PAGE, None, lambda: True
             source, filename, uptodate = self.inner.get_source(environment, template)
-            return source.replace(NAV_ANCHOR, NAV_ANCHOR + "\n" + NAV_EXPORT), filename, uptodate
+            source = source.replace(NAV_ANCHOR, NAV_ANCHOR + "\n" + NAV_EXPORT)
+            if template == "base.tpl":  # every list page's: names shown, late hand-ins marked
+                source = source.replace(PAGES_ANCHOR, f"<script>{PAGES_SCRIPT}</script>\n" + PAGES_ANCHOR, 1)
+            return source, filename, uptodate
 
     if not isinstance(env.loader, Loader):
         env.loader = Loader(env.loader)
@@ -473,8 +673,53 @@ def _export_handlers():
             self.set_header("X-Content-Type-Options", "nosniff")
             self.write(data)
 
+    class ClassReport(BaseHandler):
+        """The class report the course's grading wrote in the course folder (``class-report.html``),
+        read-only, under :data:`REPORT_CSP`; a page saying how to make it when there is none."""
+
+        @web.authenticated
+        @check_notebook_dir
+        def get(self):
+            data, path = read_report(Path(self.coursedir.root))
+            self.set_header("X-Content-Type-Options", "nosniff")
+            self.set_header("Cache-Control", "no-store")
+            self.set_header("Referrer-Policy", "no-referrer")
+            if data is None:
+                self.set_status(404)
+                self.write(self.render("course_report_missing.tpl", base_url=self.base_url, report_path=str(path),
+                                       course_dir=str(Path(self.coursedir.root))))
+                return
+            self.set_header("Content-Type", "text/html; charset=utf-8")
+            self.set_header("Content-Security-Policy", REPORT_CSP)
+            self.write(data)
+
     return [(r"/formgrader/export/?", ExportPage),
-            (r"/formgrader/export/(canvas|moodle|gradescope)", ExportDownload)]
+            (r"/formgrader/export/(canvas|moodle|gradescope)", ExportDownload),
+            (r"/formgrader/report/?", ClassReport)]
+
+
+def read_report(course_root: Path) -> tuple[bytes | None, Path]:
+    """The class report's bytes in ``course_root`` (``None`` when there is none: no file, not a regular
+    file, a link, or larger than :data:`REPORT_MAX_BYTES`), and where it was looked for."""
+    import stat
+
+    from .report import REPORT_NAME
+
+    path = Path(course_root) / REPORT_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None, path
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > REPORT_MAX_BYTES:
+            return None, path
+        with os.fdopen(fd, "rb") as f:
+            fd = None
+            return f.read(REPORT_MAX_BYTES + 1)[:REPORT_MAX_BYTES], path
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def routes() -> list[tuple]:
