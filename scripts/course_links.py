@@ -93,8 +93,26 @@ def read_setting(pyproject: Path) -> Setting:
 
 # ---- README ---------------------------------------------------------------------------------------------
 
+SETTING_NOTE = ("set `repository` under `[tool.inplace-course]` in pyproject.toml to the course's GitHub "
+                "repository, then run `python scripts/course_links.py` and `python -m autograder release`")
+
+
 def readme_blocks(s: Setting) -> dict[str, str]:
-    """The README's generated blocks, by name: what goes between its two markers."""
+    """The README's generated blocks, by name: what goes between its two markers. While the repository is
+    the placeholder, no link to it (each would be broken): the blocks name the setting instead."""
+    if s.placeholder:
+        return {
+            "badges": f"*Binder and Colab links appear here once the course is published: {SETTING_NOTE}.*",
+            "colab-recipe": "\n".join([
+                "```bash",
+                f"!git clone -b {s.branch} https://github.com/OWNER/NAME course   # OWNER/NAME: the course's "
+                "repository (pyproject.toml, [tool.inplace-course])",
+                "%cd course",
+                "!pip install -q -c constraints.txt -e .",
+                "!python -m autograder selfgrade release/00_orientation/00_orientation.ipynb",
+                "```",
+            ]),
+        }
     return {
         "badges": "\n".join([
             f"[![Binder]({BINDER_BADGE})]({s.binder(START_HERE)})",
@@ -135,7 +153,10 @@ def student_path(root: Path, notebook: Path) -> str:
 
 
 def notebook_line(s: Setting, path: str) -> str:
-    """The markdown line (no newline). Its words count towards the course's word budget: keep it short."""
+    """The markdown line (no newline). Its words count towards the course's word budget: keep it short.
+    ``""`` while the repository is the placeholder: a student (and every feedback page) would get a broken link."""
+    if s.placeholder:
+        return ""
     return f"**[Open in Colab]({s.colab(path)})**; there, first run `{s.pip_install()}`."
 
 
@@ -150,8 +171,15 @@ def render_notebook(text: str, line: str, where: str) -> str:
     old = [i for i, l in enumerate(lines) if NOTEBOOK_LINE.match(l)]
     if len(old) > 1:
         raise SystemExit(f"{where}: {len(old)} Colab lines in the first cell, expected one")
-    if old:
+    if old and not line:                      # no line wanted (the placeholder): the old one goes, and a blank
+        i = old[0]
+        del lines[i:i + (2 if i + 1 < len(lines) and lines[i + 1] == "" else 1)]
+        if lines and lines[-1] == "" and len(lines) > 1 and lines[-2] == "":
+            lines.pop()
+    elif old:
         lines[old[0]] = line
+    elif not line:
+        pass
     elif lines[0].startswith("#"):            # under the title, a blank line either side
         lines[1:1] = ["", line] + ([""] if len(lines) > 1 and lines[1] != "" else [])
     else:
@@ -190,8 +218,8 @@ def stale_release(root: Path) -> list[str]:
     stale = []
     for nb in notebooks(root, ("release",)):
         want = notebook_line(s, student_path(root, nb))
-        first = json.loads(nb.read_text())["cells"][0]
-        if want not in "".join(first["source"]).split("\n"):
+        lines = "".join(json.loads(nb.read_text())["cells"][0]["source"]).split("\n")
+        if (want not in lines) if want else any(NOTEBOOK_LINE.match(l) for l in lines):
             stale.append(nb.relative_to(root).as_posix())
     return stale
 
@@ -204,8 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     root = args.root
     s = read_setting(root / "pyproject.toml")
     if s.placeholder:
-        print(f"note: [tool.inplace-course] repository is still the placeholder {s.clone()}: "
-              "set the real GitHub repository in pyproject.toml", file=sys.stderr)
+        print(f"note: [tool.inplace-course] repository is still the placeholder {s.clone()}: no Binder or Colab "
+              f"link is written; {SETTING_NOTE}", file=sys.stderr)
     todo = [(p, new) for p, old, new in plan(root) if old != new]
     if args.check:
         stale = [p.relative_to(root).as_posix() for p, _ in todo]

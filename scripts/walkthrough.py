@@ -139,8 +139,8 @@ def _tasks_phrase(tasks: list[dict]) -> str:
 def time_sentence(r: dict) -> str:
     """The sentence each notebook opens with; ``tests/test_course_length.py`` reads the numbers back."""
     return (f"**Time:** {r['low']}–{r['high']} minutes (about {round(r['words'], -2):,} words to read, "
-            f"{r['code']} code cells to run; to write: {_tasks_phrase(r['tasks'])}; the README says how "
-            "this is estimated). ")
+            f"{r['code']} code cells to run; to write: {_tasks_phrase(r['tasks'])}; a model's "
+            "estimate, not a measurement: the README gives its rule). ")
 
 
 def write_sentence(assignment: str, sentence: str) -> bool:

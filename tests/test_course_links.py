@@ -88,6 +88,10 @@ def test_the_readme_links_are_the_ones_its_setting_generates():
     readme = (ROOT / "README.md").read_text()
     assert course_links.render_readme(readme, s) == readme, "README.md is stale: run python scripts/course_links.py"
     assert "YOUR-REPO" not in readme
+    if s.placeholder:   # not published yet: no link to the placeholder, the setting named where links would be
+        assert not re.search(r"(?:mybinder\.org|colab\.research\.google\.com|github\.com)/[^\s)]*YOUR-ORG", readme)
+        assert readme.count("[tool.inplace-course]") >= 2 and "python scripts/course_links.py" in readme
+        return
     for url in re.findall(r"https://(?:mybinder\.org/v2/gh|colab\.research\.google\.com/github)/([^/\s)]+/[^/\s)?]+)",
                           readme):
         assert url == s.slug, f"README.md links to {url}, the setting says {s.slug}"
@@ -98,7 +102,7 @@ def test_the_readme_links_are_the_ones_its_setting_generates():
 
 def test_a_notebook_line_is_short_and_installs_the_course_at_its_pins():
     """The line costs words of the course's 11,000-word budget: at most 20, badge included."""
-    s = course_links.read_setting(ROOT / "pyproject.toml")
+    s = course_links.Setting("example-teacher", "autograd-course", "main")
     line = course_links.notebook_line(s, "release/01_version_counter/01_version_counter.ipynb")
     assert len(line.split()) <= 20, (len(line.split()), line)
     assert course_links.NOTEBOOK_LINE.match(line)
@@ -194,3 +198,33 @@ def test_the_repository_carries_the_links_its_setting_generates():
     and release/ carries the Colab line generated from the setting; README.md's blocks are current."""
     r = _run("--check", "--root", str(ROOT))
     assert r.returncode == 0, r.stderr + "\nrun: python scripts/course_links.py && python -m autograder release"
+
+
+def test_with_the_placeholder_no_notebook_or_feedback_page_links_to_it(tmp_path):
+    """A link to YOUR-ORG is broken for every student who clicks it (and sits in every feedback page): while
+    the setting is the placeholder, the notebooks carry no Colab line and the README names the setting.
+    Set a real repository and the lines come; set the placeholder back and they go again."""
+    s = course_links.read_setting(ROOT / "pyproject.toml")
+    placeholder = 'repository = "https://github.com/YOUR-ORG/inplace-course"\nbranch = "main"\n'
+    root = _copy(tmp_path, placeholder, release=True)
+    assert _run("--root", str(root)).returncode == 0
+    placed = _snapshot(root)
+    for rel, text in placed.items():
+        if rel.endswith(".ipynb"):
+            assert "YOUR-ORG" not in text, rel
+    assert "set `repository` under `[tool.inplace-course]`" in placed["README.md"]
+    assert _run("--check", "--root", str(root)).returncode == 0
+    (root / "pyproject.toml").write_text((root / "pyproject.toml").read_text().replace(placeholder, OTHER))
+    assert _run("--root", str(root)).returncode == 0
+    published = _snapshot(root)
+    assert "YOUR-ORG" not in published["README.md"] and "set `repository`" not in published["README.md"]
+    assert all(any(course_links.NOTEBOOK_LINE.match(l) for l in _first_cell_lines(root / rel))
+               for rel in published if rel.endswith(".ipynb") and not rel.startswith("release/"))
+    (root / "pyproject.toml").write_text((root / "pyproject.toml").read_text().replace(OTHER, placeholder))
+    assert _run("--root", str(root)).returncode == 0
+    again = _snapshot(root)
+    assert {k: v for k, v in again.items() if k != "pyproject.toml"} == \
+        {k: v for k, v in placed.items() if k != "pyproject.toml"}, "the placeholder's files differ after a round trip"
+    if s.placeholder:
+        for nb in course_links.notebooks(ROOT, ("source", "release", "notebooks")):
+            assert "YOUR-ORG" not in nb.read_text(), nb
