@@ -28,11 +28,38 @@ GRADER_ACCOUNT, SERVICE = f"{NP}inplace-grader", "inplace-course"
 # Servers run the environment under the prefix (readable by all), never the checkout's.
 SAFE_PATH = f"{ENV / 'bin'}:/usr/local/bin:/usr/bin:/bin"
 
+# Nothing the hub starts outlives it. JupyterHub starts its proxy and its services in sessions of their
+# own, so a hub ended by a signal to its process group, a crash or the OOM killer left them running: the
+# next hub's formgrader could not bind its port. Each is started through `setpriv --pdeathsig TERM`
+# (util-linux), which has the kernel send it SIGTERM when the hub goes; the root grading service watches
+# the hub itself (--exit-with-parent, below).
+def _setpriv() -> str | None:
+    import shutil
+    import subprocess
+
+    tool = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if tool is None:
+        return None
+    try:
+        usage = subprocess.run([tool, "--help"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return tool if "--pdeathsig" in usage else None
+
+
+SETPRIV = _setpriv()
+
+
+def with_the_hub(argv: list[str]) -> list[str]:
+    """``argv``, started so that it ends when the hub does (where setpriv can say so)."""
+    return [SETPRIV, "--pdeathsig", "TERM", "--", *argv] if SETPRIV else argv
+
+
 # --------------------------------------------------------------------------- the hub and its proxy
 c.JupyterHub.bind_url = f"http://{hub['ip']}:{hub['port']}"
 c.JupyterHub.hub_bind_url = f"http://127.0.0.1:{hub['hub_api_port']}"
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{hub['proxy_api_port']}"
-c.ConfigurableHTTPProxy.command = [str(HERE / "node_modules" / ".bin" / "configurable-http-proxy")]
+c.ConfigurableHTTPProxy.command = with_the_hub([str(HERE / "node_modules" / ".bin" / "configurable-http-proxy")])
 c.ConfigurableHTTPProxy.pid_file = str(STATE / "jupyterhub-proxy.pid")
 c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
@@ -85,7 +112,7 @@ if not token_file.exists():
 c.JupyterHub.services = [{
     "name": SERVICE,
     "url": f"http://127.0.0.1:{hub['service_port']}",
-    "command": [PYTHON, "-m", "jupyterhub.singleuser", f"--ServerApp.root_dir={COURSE}"],
+    "command": with_the_hub([PYTHON, "-m", "jupyterhub.singleuser", f"--ServerApp.root_dir={COURSE}"]),
     "user": GRADER_ACCOUNT,
     "cwd": str(COURSE),
     "api_token": token_file.read_text().strip(),

@@ -141,7 +141,9 @@ def test_tljh_extra_config_is_the_hubs_formgrader_service(tmp_path, monkeypatch)
     assert svc == one
     assert svc["user"] == NAMES.grader_account
     assert svc["url"] == "http://127.0.0.1:9911"
-    assert svc["command"][:3] == [str(prefix / "env" / "bin" / "python"), "-m", "jupyterhub.singleuser"]
+    # started through `setpriv --pdeathsig TERM --` where setpriv can: it ends when the hub does
+    run = svc["command"][4:] if svc["command"][1:4] == ["--pdeathsig", "TERM", "--"] else svc["command"]
+    assert run[:3] == [str(prefix / "env" / "bin" / "python"), "-m", "jupyterhub.singleuser"]
     assert svc["environment"]["JUPYTER_CONFIG_PATH"] == str(prefix / "etc" / "grader")
     assert svc["environment"]["TMPDIR"] == str(prefix / "grading-tmp")
     assert svc["api_token"] == (prefix / "state" / "service-token").read_text().strip()

@@ -84,10 +84,12 @@ def hub_service():
     try:
         c = Config()
         path = REPO / "hub" / "jupyterhub_config.py"
-        exec(compile(path.read_text(), str(path), "exec"), {"get_config": lambda: c, "__file__": str(path),
-                                                            "__name__": "hub_config_under_test"})
+        config = {"get_config": lambda: c, "__file__": str(path), "__name__": "hub_config_under_test"}
+        exec(compile(path.read_text(), str(path), "exec"), config)
         [grading] = [s for s in c.JupyterHub.services if s["name"].endswith("-grading")]
-        yield {"service": grading, "top": top, "sock": prefix / "grading-service" / "grading.sock"}
+        yield {"service": grading, "top": top, "sock": prefix / "grading-service" / "grading.sock",
+               "formgrader": c.JupyterHub.services[0], "proxy": list(c.ConfigurableHTTPProxy.command),
+               "config": config}
     finally:
         if saved is None:
             os.environ.pop("HUB_PREFIX", None)
@@ -142,6 +144,14 @@ def _cmd(pid: int) -> str:
         return "?"
 
 
+def standin(svc: dict, log: Path, *, ignore_sigint: bool = False) -> tuple[subprocess.Popen, int]:
+    """The stand-in hub, in a process group of its own, with ``svc`` started: (hub, the service's pid)."""
+    hub = subprocess.Popen([sys.executable, "-c", STANDIN, json.dumps(svc), str(log)], stdout=subprocess.PIPE,
+                           text=True, start_new_session=True,
+                           preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None)
+    return hub, int(hub.stdout.readline())
+
+
 def start_hub(hub_service, *, command: list[str] | None = None, ignore_sigint: bool = False):
     """The stand-in hub (a process group of its own) with the service started; (hub, service pid, every
     process of the service once its pre-started sandbox runs)."""
@@ -149,10 +159,7 @@ def start_hub(hub_service, *, command: list[str] | None = None, ignore_sigint: b
     if command is not None:
         svc["command"] = command
     log = hub_service["top"] / "service.log"
-    hub = subprocess.Popen([sys.executable, "-c", STANDIN, json.dumps(svc), str(log)], stdout=subprocess.PIPE,
-                           text=True, start_new_session=True,
-                           preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None)
-    pid = int(hub.stdout.readline())
+    hub, pid = standin(svc, log, ignore_sigint=ignore_sigint)
     deadline = time.monotonic() + 120
     while True:  # serving, and its worker's sandbox (bubblewrap) started
         procs = tree(pid)
@@ -270,3 +277,32 @@ def test_sigint_ends_the_service_at_once_even_ignored_by_the_hub(hub_service):
         wait_gone(procs, 10)
         for p in alive(procs):
             os.kill(p, signal.SIGKILL)
+
+
+def test_the_formgrader_and_the_proxy_end_with_a_hub_killed_hard(hub_service):
+    """The hub's other children (the formgrader service, as the grader account, and the proxy) are
+    started through ``setpriv --pdeathsig TERM``: a process started that way by a stand-in hub ends when
+    the hub's process group is killed. Control: started as before, it lives on (an orphan formgrader kept
+    its port, and the next hub's formgrader could not bind it)."""
+    with_the_hub = hub_service["config"]["with_the_hub"]
+    if hub_service["config"]["SETPRIV"] is None:
+        pytest.skip("no setpriv with --pdeathsig (util-linux 2.33 or later)")
+    for argv in (hub_service["formgrader"]["command"], hub_service["proxy"]):
+        assert argv[1:4] == ["--pdeathsig", "TERM", "--"] and Path(argv[0]).name == "setpriv", argv
+    sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
+    seen = {}
+    for name, argv in (("defended", with_the_hub(sleeper)), ("control", sleeper)):
+        hub, pid = standin({"name": name, "command": argv, "environment": {}, "cwd": "/"},
+                           hub_service["top"] / f"{name}.log")
+        try:
+            deadline = time.monotonic() + 10
+            while not _cmd(pid).startswith(sys.executable) and time.monotonic() < deadline:  # setpriv exec'd it
+                time.sleep(0.05)
+            os.killpg(hub.pid, signal.SIGKILL)
+            hub.wait()
+            left, _ = wait_gone([pid], 3)
+            seen[name] = bool(left)
+        finally:
+            for p in alive([pid]):
+                os.kill(p, signal.SIGKILL)
+    assert seen == {"defended": False, "control": True}, seen
