@@ -126,6 +126,8 @@ def test_the_causes_are_the_hidden_checks_verdicts_counted(demo):
             if q.kind == "auto" and q.score is not None and q.score < q.max_score:
                 v = r.verdicts[q.grade_id]
                 assert v["passed"] is False, (r.student, q.grade_id, v)
+                if report.is_unanswered(v["message"]):
+                    continue   # counted apart, under "Not attempted" (test_unanswered_... below)
                 first = v["message"].strip().splitlines()[0].strip()
                 key = (f"{r.assignment}/{q.grade_id}", report.cause_of(first))
                 assert report.cause_of(first) == " ".join(first.split()) or re.search(r"\d", first)
@@ -144,18 +146,25 @@ def test_the_causes_are_the_hidden_checks_verdicts_counted(demo):
 
 
 @pytest.mark.slow
-def test_what_to_reteach_comes_first_ranked_by_points_lost(demo):
-    lost = Counter()
+def test_what_to_reteach_comes_first_ranked_by_wrong_answers(demo):
+    """Ranked by the submissions that answered and lost points; those that left it unanswered apart."""
+    wrong, left = Counter(), Counter()
     for r in demo.results:
         for q in r.questions if r.ok else []:
-            if q.kind == "auto" and q.score is not None:
-                lost[f"{r.assignment}/{q.grade_id}"] += q.max_score - q.score
+            if q.kind == "auto" and q.score is not None and q.score < q.max_score:
+                unanswered = report.is_unanswered(r.verdicts[q.grade_id]["message"])
+                (left if unanswered else wrong)[f"{r.assignment}/{q.grade_id}"] += 1
     page = Page(demo.html)
     headline = [i["data-task"] for i in page.items]
-    assert headline and demo.html.index('id="reteach"') < demo.html.index('id="scores"')
-    assert [lost[t] for t in headline] == sorted((lost[t] for t in headline), reverse=True)
-    assert lost[headline[0]] == max(lost.values()) > 0
-    assert set(headline) == {t for t, v in lost.items() if v > 0} or len(headline) == report.TOP_TASKS
+    assert headline and demo.html.index('id="reteach"') < demo.html.index('id="unanswered"') \
+        < demo.html.index('id="scores"')
+    assert [int(i["data-wrong"]) for i in page.items] == [wrong[t] for t in headline]
+    assert [wrong[t] for t in headline] == sorted((wrong[t] for t in headline), reverse=True)
+    assert wrong[headline[0]] == max(wrong.values()) > 0
+    assert set(headline) == {t for t, v in wrong.items() if v > 0} or len(headline) == report.TOP_TASKS
+    rows = {row["data-task"]: int(row["data-unanswered"]) for row in page.rows
+            if "data-unanswered" in row and "data-cause" not in row}
+    assert rows == dict(left)
 
 
 @pytest.mark.slow
@@ -200,6 +209,112 @@ def test_the_same_cause_from_different_students_groups_together():
     assert report.cause_of("decode writes in place into a tensor autograd saved for backward\n  x") != report.cause_of(a)
     assert report.cause_of("x has the wrong dtype\n  expected : torch.float16") == "x has the wrong dtype"
     assert report.hint_of(a) == "keep the graph."
+
+
+# --------------------------------------------------------------------------- unanswered apart from wrong
+
+NOT_IMPLEMENTED = ("decode is not implemented yet\n  for input: a float32 p\n"
+                   "  try next : replace `raise NotImplementedError` in the cell that defines decode, run it.")
+WRONG = "saved_by names the wrong operation\n  expected : 'mul'\n  got : 'add'\n  try next : read the graph."
+
+
+def _class_skipped_vs_wrong() -> list[Result]:
+    """Ten students, two 2-point tasks of one assignment. ``decode_tests``: 6 left it unanswered (the
+    hidden check reached the stub), 1 answered wrong, 3 right: 14 points lost, 1 mistake.
+    ``saved_by_tests``: 3 answered wrong, 7 right: 6 points lost, 3 mistakes. ``attack_tests``: 2 left
+    it unanswered, nobody answered it wrong."""
+    plan = {"decode_tests": ["skip"] * 6 + ["wrong"] + ["right"] * 3,
+            "saved_by_tests": ["right"] * 4 + ["wrong"] * 3 + ["right"] * 3,
+            "attack_tests": ["right"] * 8 + ["skip"] * 2}
+    message = {"decode_tests": "decode returns the wrong boxes\n  expected : x\n  got : y",
+               "saved_by_tests": WRONG, "attack_tests": WRONG}
+    out = []
+    for i in range(10):
+        qs, vs = [], {}
+        for gid, what in plan.items():
+            qs.append(QuestionScore(gid, 2.0 if what[i] == "right" else 0.0, 2.0, "auto"))
+            vs[gid] = {"passed": what[i] == "right", "cases": 3,
+                       "message": "" if what[i] == "right" else
+                       NOT_IMPLEMENTED.replace("decode", gid[:-6]) if what[i] == "skip" else message[gid]}
+        out.append(Result(f"s{i:02d}", "03_yolo_head", True, qs, seconds=1.0, verdicts=vs))
+    return out
+
+
+def test_unanswered_questions_are_listed_apart_and_do_not_outrank_a_real_mistake():
+    rs = _class_skipped_vs_wrong()
+    tasks = report.task_causes(rs)
+    decode, saved_by = tasks[("03_yolo_head", "decode_tests")], tasks[("03_yolo_head", "saved_by_tests")]
+    # what the old ranking (points lost, then submissions below full marks) put first: the skipped task
+    old = sorted((t for t in tasks.values() if t.lost > 0),
+                 key=lambda t: (-t.lost, -t.failing, t.assignment, t.grade_id))
+    assert [t.grade_id for t in old][:2] == ["decode_tests", "saved_by_tests"]
+    assert (decode.lost, saved_by.lost) == (14.0, 6.0)
+    # the new one: the task answered wrong by the most submissions first; a task only skipped is not there
+    assert [t.grade_id for t in report.reteach(tasks)] == ["saved_by_tests", "decode_tests"]
+    assert (saved_by.wrong, decode.wrong, decode.answered, len(decode.unanswered)) == (3, 1, 4, 6)
+    assert decode.unanswered == [f"s{i:02d}" for i in range(6)] and decode.unanswered_points == 12.0
+    assert [c.count for c in decode.ranked_causes()] == [1]   # the stub is not a cause of failure
+    assert [(t.grade_id, len(t.unanswered)) for t in report.not_attempted(tasks)] == \
+        [("decode_tests", 6), ("attack_tests", 2)]
+
+    text = report.build_html(rs, source="s", generated="g")
+    page = Page(text)
+    assert [(i["data-task"], i["data-wrong"], i["data-unanswered"]) for i in page.items] == [
+        ("03_yolo_head/saved_by_tests", "3", "0"), ("03_yolo_head/decode_tests", "1", "6")]
+    left = [(row["data-task"], row["data-unanswered"], row["data-wrong"]) for row in page.rows
+            if "data-unanswered" in row]
+    assert left == [("03_yolo_head/decode_tests", "6", "1"), ("03_yolo_head/attack_tests", "2", "0")]
+    assert text.index('id="reteach"') < text.index('id="unanswered"') < text.index('id="scores"')
+    assert "1 of 4 submission(s) that answered it got it wrong" in text
+    causes = {(row["data-task"], row["data-cause"]): int(row["data-count"]) for row in page.rows if "data-cause" in row}
+    assert not [c for _, c in causes if "not implemented" in c], causes
+    assert causes[("03_yolo_head/saved_by_tests", report.cause_of(WRONG))] == 3
+
+
+def test_control_without_telling_unanswered_apart_the_skipped_task_comes_first(monkeypatch):
+    """The defence off (every failing verdict a mistake): the page ranks the task most students skipped
+    first and lists nothing as not attempted: what the review found."""
+    monkeypatch.setattr(report, "is_unanswered", lambda message: False)
+    text = report.build_html(_class_skipped_vs_wrong(), source="s", generated="g")
+    page = Page(text)
+    assert [i["data-task"] for i in page.items][:2] == ["03_yolo_head/decode_tests", "03_yolo_head/saved_by_tests"]
+    assert [i["data-wrong"] for i in page.items][:2] == ["7", "3"]
+    assert not [row for row in page.rows if "data-unanswered" in row]
+    assert "Every graded submission answered every autograded task" in text
+
+
+def test_only_the_stub_s_verdict_counts_as_unanswered():
+    """The words a hidden check, a visible test and check() write for a reached stub; a wrong answer
+    whose verdict quotes them elsewhere (what it raised, the detail lines) stays a mistake."""
+    for stub in (NOT_IMPLEMENTED, "stub is not implemented yet",
+                 "cube_sum_grad is not implemented yet: replace `raise NotImplementedError` in its cell (cell 4)",
+                 "FixedDetect.forward is not implemented yet\n  for input: x"):
+        assert report.is_unanswered(stub), stub
+    for wrong in ("decode raised NotImplementedError\n  detail   : x is not implemented yet",
+                  "decode raised Oops is not implemented yet", "the boxes are wrong\n decode is not implemented yet",
+                  "a b is not implemented yet", "", "failed", WRONG):
+        assert not report.is_unanswered(wrong), wrong
+
+
+def test_unanswered_survive_the_ledger_and_stay_escaped(tmp_path, monkeypatch):
+    """``report`` rebuilds the same split from grading-ledger.json; a hostile id among those who left a
+    task unanswered is text (control: the same page without escaping carries the markup)."""
+    import dataclasses
+    import json
+
+    rs = _class_skipped_vs_wrong()
+    rs[0].student = PAYLOAD_ID
+    ledger = {f"{r.student}/{r.assignment}": {"result": {**dataclasses.asdict(r), "feedback": [], "autograded": []}}
+              for r in rs}
+    (tmp_path / "grading-ledger.json").write_text(json.dumps(ledger), encoding="utf-8")
+    again = report.results_from_ledger(tmp_path)
+    text = report.build_html(again, source="s", generated="g")
+    assert text == report.build_html(rs, source="s", generated="g")
+    row = next(row for row in Page(text).rows if row.get("data-task") == "03_yolo_head/decode_tests"
+               and "data-unanswered" in row)
+    assert PAYLOAD_ID in row["text"] and "<img src=x" not in text
+    monkeypatch.setattr(report, "esc", lambda s: "" if s is None else str(s))
+    assert "<img src=x onerror" in report.build_html(again, source="s", generated="g")
 
 
 def test_the_page_is_the_same_for_the_same_results():

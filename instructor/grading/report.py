@@ -7,14 +7,19 @@ verdicts, flags, integrity lines, timings; :func:`results_from_ledger`).
 
 The page, top to bottom:
 
-1. *what to re-teach*: the tasks ranked by the points the class lost on them, each with its most
-   common causes of failure and how many submissions had each;
-2. the score distribution of each question (one small histogram each), per assignment;
-3. the causes of failure per task: every failing test cell grouped by the cause its hidden check
+1. *what to re-teach*: the tasks ranked by how many submissions answered them and got them wrong (a
+   real mistake: an answer was written and its check failed), each with its most common causes of
+   failure and how many submissions had each;
+2. *not attempted*: per task, how many submissions left it unanswered (the hidden check reached the
+   ``raise NotImplementedError`` stub: :func:`is_unanswered`), apart from the mistakes: an empty answer
+   is not something to re-teach, and a task most students skipped must not push a task they got wrong
+   out of the headline;
+3. the score distribution of each question (one small histogram each), per assignment;
+4. the causes of failure per task: every failing answered test cell grouped by the cause its hidden check
    gave (the verdict's first line, normalised: :func:`cause_of`), counted, with who had it;
-4. the flagged submissions: what grading undid or stopped, the in-kernel tests that disagreed with
+5. the flagged submissions: what grading undid or stopped, the in-kernel tests that disagreed with
    the check outside the kernel, and the submissions whose grading failed, with the reason;
-5. the grading time per submission (where the seconds went).
+6. the grading time per submission (where the seconds went).
 
 Plots are matplotlib (Agg) PNGs embedded as ``data:`` URIs. Everything a student controls (ids,
 flags, reasons, verdict texts, which quote what a submission raised) is HTML-escaped, and the page
@@ -37,7 +42,7 @@ from pathlib import Path
 from .pipeline import QuestionScore, Result
 
 __all__ = ["REPORT_NAME", "CSP", "ReportError", "write_report", "build_html", "results_from_ledger",
-           "cause_of", "hint_of", "task_causes", "reteach", "esc"]
+           "cause_of", "hint_of", "is_unanswered", "task_causes", "reteach", "not_attempted", "esc"]
 
 #: The report's file name, next to grades.csv.
 REPORT_NAME = "class-report.html"
@@ -79,6 +84,22 @@ def cause_of(message: str) -> str:
     return first if len(first) <= 200 else first[:199] + "…"
 
 
+#: The first line of a verdict on a test cell whose answer was never written: the hidden check called the
+#: student's function and reached its ``raise NotImplementedError`` stub. The hidden checks write
+#: ``"{function} is not implemented yet"`` (``instructor.hidden._error_message``), the visible tests and
+#: ``check()`` the same words (``autograder.checks.call_student``, ``autograder.check``). Anchored: a
+#: function's name, then those words, so a wrong answer's verdict that only quotes them ("decode raised
+#: ...: x is not implemented yet") stays a wrong answer.
+_UNANSWERED = re.compile(r"^`?[A-Za-z_][\w.]*`?(?:\(\.\.\.\))? is not implemented yet\b")
+
+
+def is_unanswered(message: str) -> bool:
+    """Whether a failing verdict says the answer was never written (the ``raise NotImplementedError``
+    stub was reached), as opposed to an answer that was written and is wrong."""
+    lines = [l.strip() for l in (message or "").splitlines() if l.strip()]
+    return bool(lines) and bool(_UNANSWERED.match(lines[0]))
+
+
 def hint_of(message: str) -> str:
     """The verdict's ``try next`` hint (what the hidden check tells the student to do), or ''."""
     for line in (message or "").splitlines():
@@ -104,7 +125,9 @@ class Task:
     max_score: float
     scores: list[float] = field(default_factory=list)       # the graded submissions' scores
     pending: int = 0                                         # not graded yet (by hand)
-    causes: dict[str, Cause] = field(default_factory=dict)
+    causes: dict[str, Cause] = field(default_factory=dict)   # the answered-and-wrong ones, by cause
+    unanswered: list[str] = field(default_factory=list)      # who left it unanswered (the stub reached)
+    unanswered_points: float = 0.0
 
     @property
     def lost(self) -> float:
@@ -113,6 +136,20 @@ class Task:
     @property
     def failing(self) -> int:
         return sum(1 for s in self.scores if s < self.max_score)
+
+    @property
+    def answered(self) -> int:
+        """Graded submissions that wrote an answer (right or wrong)."""
+        return len(self.scores) - len(self.unanswered)
+
+    @property
+    def wrong(self) -> int:
+        """Submissions that answered and lost points: the mistakes to re-teach."""
+        return self.failing - len(self.unanswered)
+
+    @property
+    def wrong_lost(self) -> float:
+        return self.lost - self.unanswered_points
 
     def ranked_causes(self) -> list[Cause]:
         return sorted(self.causes.values(), key=lambda c: (-c.count, -c.points, c.text))
@@ -124,7 +161,8 @@ def _graded(results: list[Result]) -> list[Result]:
 
 def task_causes(results: list[Result]) -> dict[tuple[str, str], Task]:
     """{(assignment, grade_id): Task} over the graded submissions, in the assignments' question order;
-    each lost point of an autograded question booked under the cause its hidden check gave."""
+    each lost point of an autograded question booked under the cause its hidden check gave, or, when the
+    check found the answer never written (:func:`is_unanswered`), under the task's unanswered."""
     tasks: dict[tuple[str, str], Task] = {}
     for r in _graded(results):
         for q in r.questions:
@@ -137,6 +175,10 @@ def task_causes(results: list[Result]) -> dict[tuple[str, str], Task]:
             if q.kind != "auto" or q.score >= q.max_score:
                 continue
             v = (r.verdicts or {}).get(q.grade_id)
+            if isinstance(v, dict) and not v.get("passed", False) and is_unanswered(str(v.get("message", ""))):
+                t.unanswered.append(r.student)
+                t.unanswered_points += q.max_score - q.score
+                continue
             if isinstance(v, dict) and not v.get("passed", False):
                 text, hint = cause_of(str(v.get("message", ""))), hint_of(str(v.get("message", "")))
             elif isinstance(v, dict):
@@ -154,9 +196,17 @@ def task_causes(results: list[Result]) -> dict[tuple[str, str], Task]:
 
 
 def reteach(tasks: dict[tuple[str, str], Task]) -> list[Task]:
-    """The autograded tasks on which points were lost, most points first."""
-    lost = [t for t in tasks.values() if t.kind == "auto" and t.lost > 0]
-    return sorted(lost, key=lambda t: (-t.lost, -t.failing, t.assignment, t.grade_id))
+    """The autograded tasks that submissions answered and got wrong, the most such submissions first
+    (then the points they lost). A task nobody answered wrongly is not here, however many left it
+    unanswered: those are :func:`not_attempted`."""
+    wrong = [t for t in tasks.values() if t.kind == "auto" and t.wrong > 0]
+    return sorted(wrong, key=lambda t: (-t.wrong, -t.wrong_lost, t.assignment, t.grade_id))
+
+
+def not_attempted(tasks: dict[tuple[str, str], Task]) -> list[Task]:
+    """The autograded tasks some submissions left unanswered, the most such submissions first."""
+    left = [t for t in tasks.values() if t.kind == "auto" and t.unanswered]
+    return sorted(left, key=lambda t: (-len(t.unanswered), t.assignment, t.grade_id))
 
 
 # --------------------------------------------------------------------------- reading what grading persisted
@@ -367,6 +417,7 @@ def build_html(results: list[Result], *, source: str, generated: str | None = No
     failed = [r for r in results if not r.ok]
     tasks = task_causes(results)
     ranked = reteach(tasks)
+    skipped = not_attempted(tasks)
     assignments = sorted({r.assignment for r in results})
     flagged = [r for r in results if r.flags or r.integrity or not r.ok]
     out: list[str] = []
@@ -386,16 +437,20 @@ def build_html(results: list[Result], *, source: str, generated: str | None = No
     # 1. what to re-teach
     w("<section id=\"reteach\"><h2>What to re-teach</h2>")
     if not ranked:
-        w("<p class=\"ok\">No autograded points were lost: nothing to re-teach.</p>" if graded else
-          "<p>No submission was graded.</p>")
+        w(("<p class=\"ok\">No answered task lost autograded points: nothing to re-teach"
+           + (" (some tasks were left unanswered: see <i>Not attempted</i> below)" if skipped else "") + ".</p>")
+          if graded else "<p>No submission was graded.</p>")
     else:
-        w("<p class=\"muted\">Tasks ranked by the points the class lost; under each, the causes the hidden "
-          "checks found, with how many submissions had each.</p><ol>")
+        w("<p class=\"muted\">Tasks ranked by how many submissions answered them and got them wrong (an answer was "
+          "written and its check failed; questions left unanswered are counted apart, under <i>Not attempted</i>); "
+          "under each, the causes the hidden checks found, with how many submissions had each.</p><ol>")
         for t in ranked[:TOP_TASKS]:
-            w(f"<li data-task=\"{esc(t.assignment)}/{esc(t.grade_id)}\"><span class=\"task\">{esc(t.grade_id)}</span> "
-              f"<span class=\"muted\">({esc(t.assignment)})</span>: <span class=\"lost\">{_pts(t.lost)} point(s) "
-              f"lost</span>, {t.failing} of {len(t.scores)} submission(s) below full marks "
-              f"({_pts(t.max_score)} pt each)<ul class=\"causes\">")
+            left = (f"; {len(t.unanswered)} more left it unanswered" if t.unanswered else "")
+            w(f"<li data-task=\"{esc(t.assignment)}/{esc(t.grade_id)}\" data-wrong=\"{t.wrong}\" "
+              f"data-unanswered=\"{len(t.unanswered)}\"><span class=\"task\">{esc(t.grade_id)}</span> "
+              f"<span class=\"muted\">({esc(t.assignment)})</span>: <span class=\"lost\">{t.wrong} of {t.answered} "
+              f"submission(s) that answered it got it wrong</span>, {_pts(t.wrong_lost)} point(s) lost "
+              f"({_pts(t.max_score)} pt each){left}<ul class=\"causes\">")
             causes = t.ranked_causes()
             for c in causes[:TOP_CAUSES]:
                 hint = c.hints.most_common(1)[0][0] if c.hints else ""
@@ -407,10 +462,30 @@ def build_html(results: list[Result], *, source: str, generated: str | None = No
             w("</ul></li>")
         w("</ol>")
         if len(ranked) > TOP_TASKS:
-            w(f"<p class=\"muted\">{len(ranked) - TOP_TASKS} more task(s) lost points: see the causes below.</p>")
+            w(f"<p class=\"muted\">{len(ranked) - TOP_TASKS} more task(s) answered wrongly: see the causes below.</p>")
     w("</section>")
 
-    # 2. score distribution per question
+    # 2. not attempted: unanswered, apart from the mistakes
+    w("<section id=\"unanswered\"><h2>Not attempted</h2>")
+    if not skipped:
+        w("<p class=\"ok\">Every graded submission answered every autograded task.</p>" if graded else
+          "<p>No submission was graded.</p>")
+    else:
+        w("<p class=\"muted\">Autograded tasks that submissions left unanswered: the hidden check reached the "
+          "<code>raise NotImplementedError</code> the answer cell starts with (the student read "
+          "&ldquo;&hellip; is not implemented yet&rdquo;). Not mistakes, so not ranked above; many here may mean "
+          "the task came too late or took too long.</p>"
+          "<table><tr><th>task</th><th>assignment</th><th>unanswered</th><th>answered</th>"
+          "<th>answered and wrong</th><th>students who left it unanswered</th></tr>")
+        for t in skipped:
+            w(f"<tr data-task=\"{esc(t.assignment)}/{esc(t.grade_id)}\" data-unanswered=\"{len(t.unanswered)}\" "
+              f"data-wrong=\"{t.wrong}\"><td>{esc(t.grade_id)}</td><td>{esc(t.assignment)}</td>"
+              f"<td class=\"c\">{len(t.unanswered)} of {len(t.scores)}</td><td class=\"c\">{t.answered}</td>"
+              f"<td class=\"c\">{t.wrong}</td><td class=\"who\">{_who(t.unanswered)}</td></tr>")
+        w("</table>")
+    w("</section>")
+
+    # 3. score distribution per question
     w("<section id=\"scores\"><h2>Score distribution per question</h2>")
     for a in assignments:
         rs = [r for r in graded if r.assignment == a]
@@ -435,16 +510,18 @@ def build_html(results: list[Result], *, source: str, generated: str | None = No
             kind = "" if t.kind == "auto" else f", {t.kind}"
             cap = (f"{esc(gid)} ({_pts(t.max_score)} pt{esc(kind)}): "
                    + (f"mean {sum(t.scores) / len(t.scores):.2g}" if t.scores else "not graded yet")
-                   + (f", {t.pending} pending" if t.pending and t.scores else ""))
+                   + (f", {t.pending} pending" if t.pending and t.scores else "")
+                   + (f", {len(t.unanswered)} unanswered" if t.unanswered else ""))
             w(f"<figure><img src=\"{img}\" alt=\"histogram: {esc(a)} {esc(gid)}\" data-assignment=\"{esc(a)}\" "
               f"data-question=\"{esc(gid)}\"><figcaption>{cap}</figcaption></figure>")
         w("</div>")
     w("</section>")
 
-    # 3. causes of failure per task
+    # 4. causes of failure per task
     w("<section id=\"causes\"><h2>Causes of failure per task</h2>")
-    w("<p class=\"muted\">Each autograded test cell below full marks, grouped by the cause its hidden check gave "
-      "(the first line of the verdict the student read; numbers shown as #).</p>")
+    w("<p class=\"muted\">Each answered autograded test cell below full marks, grouped by the cause its hidden check "
+      "gave (the first line of the verdict the student read; numbers shown as #). Unanswered ones are under "
+      "<i>Not attempted</i>.</p>")
     any_cause = False
     for a in assignments:
         rows = [(t, c) for (ta, _), t in tasks.items() if ta == a for c in t.ranked_causes()]
@@ -459,10 +536,10 @@ def build_html(results: list[Result], *, source: str, generated: str | None = No
               f"<td class=\"c\">{_pts(c.points)}</td><td class=\"who\">{_who(c.students)}</td></tr>")
         w("</table>")
     if not any_cause:
-        w("<p class=\"ok\">No autograded test cell failed.</p>")
+        w("<p class=\"ok\">No answered autograded test cell failed.</p>")
     w("</section>")
 
-    # 4. flagged submissions
+    # 5. flagged submissions
     w("<section id=\"flagged\"><h2>Flagged submissions</h2>")
     if not flagged:
         w("<p class=\"ok\">No submission was flagged and every grading succeeded.</p>")
@@ -481,7 +558,7 @@ def build_html(results: list[Result], *, source: str, generated: str | None = No
         w("</table>")
     w("</section>")
 
-    # 5. grading time
+    # 6. grading time
     w("<section id=\"time\"><h2>Grading time per submission</h2>")
     if results:
         times = sorted(r.seconds for r in results)
