@@ -552,7 +552,10 @@ def _handlers():
         @check_xsrf
         @check_notebook_dir
         def get(self, assignment_id):
-            self.write(json.dumps(with_late(self.gradebook, self.api.get_submissions(assignment_id))))
+            api = self.api
+            submissions = api.get_submissions(assignment_id)
+            with api.gradebook as gb:  # a gradebook of its own: the server's shared one may hold an old view
+                self.write(json.dumps(with_late(gb, submissions)))
 
     class SubmissionApiHandler(apihandlers.SubmissionHandler):
         """One row of Manage Submissions (after Autograde), with its late mark."""
@@ -561,10 +564,12 @@ def _handlers():
         @check_xsrf
         @check_notebook_dir
         def get(self, assignment_id, student_id):
-            submission = self.api.get_submission(assignment_id, student_id)
+            api = self.api
+            submission = api.get_submission(assignment_id, student_id)
             if submission is None:
                 raise web.HTTPError(404)
-            self.write(json.dumps(with_late(self.gradebook, [submission])[0]))
+            with api.gradebook as gb:
+                self.write(json.dumps(with_late(gb, [submission])[0]))
 
     class StudentSubmissionCollectionHandler(apihandlers.StudentSubmissionCollectionHandler):
         """A student's assignments (Manage Students), each with its late mark."""
@@ -573,7 +578,10 @@ def _handlers():
         @check_xsrf
         @check_notebook_dir
         def get(self, student_id):
-            self.write(json.dumps(with_late(self.gradebook, self.api.get_student_submissions(student_id))))
+            api = self.api
+            submissions = api.get_student_submissions(student_id)
+            with api.gradebook as gb:
+                self.write(json.dumps(with_late(gb, submissions)))
 
     return {apihandlers.AutogradeHandler: AutogradeHandler,
             apihandlers.SubmissionCollectionHandler: SubmissionCollectionHandler,
