@@ -94,7 +94,7 @@ def demo(tmp_path_factory):
 @pytest.mark.slow
 def test_grade_prints_the_report_path_last(demo):
     last = [l for l in demo.stdout.strip().splitlines() if l.strip()][-1]
-    assert last == f"report:   {demo.page}", demo.stdout[-1500:]
+    assert last == f"report:   {demo.page}  (the class report: open it in a web browser)", demo.stdout[-1500:]
 
 
 @pytest.mark.slow
@@ -315,6 +315,56 @@ def test_unanswered_survive_the_ledger_and_stay_escaped(tmp_path, monkeypatch):
     assert PAYLOAD_ID in row["text"] and "<img src=x" not in text
     monkeypatch.setattr(report, "esc", lambda s: "" if s is None else str(s))
     assert "<img src=x onerror" in report.build_html(again, source="s", generated="g")
+
+
+@pytest.mark.slow
+def test_a_blank_hand_in_graded_for_real_is_not_attempted_not_a_mistake(tmp_path):
+    """Every released notebook handed in untouched (``blank``) next to a partial answer (the demo's
+    ``ben``), graded by the real pipeline: each of blank's autograded questions comes back with the
+    hidden check's "... is not implemented yet", is listed under Not attempted, and the headline holds
+    only ben's mistakes. The old ranking (points lost) would have put blank's tasks in it."""
+    import nbformat
+
+    from instructor.grading.samples import build_notebook, parse_sample
+
+    incoming = tmp_path / "incoming"
+    for a in course.assignments():
+        for nb in course.source_notebooks(a):
+            dest = incoming / "blank" / a
+            dest.mkdir(parents=True, exist_ok=True)
+            (dest / nb.name).write_bytes((REPO / "release" / a / nb.name).read_bytes())
+    name, nb = build_notebook(parse_sample(REPO / "tests" / "samples" / "00_orientation" / "ben.py"))
+    (incoming / "ben" / "00_orientation").mkdir(parents=True)
+    nbformat.write(nb, incoming / "ben" / "00_orientation" / name)
+    subs, problems = course.collect_submissions(incoming)
+    graded: list[Result] = []
+    with contextlib.redirect_stdout(io.StringIO()):
+        status = cli._grade_and_report(subs, problems, tmp_path / "course", tmp_path / "out", progress=False,
+                                       jobs=2, force=True, keep=graded)
+    assert status == 0 and all(r.ok for r in graded), [(r.student, r.assignment, r.error) for r in graded]
+    blank = {(r.assignment, q.grade_id) for r in graded if r.student == "blank" for q in r.questions
+             if q.kind == "auto"}
+    assert len(blank) >= 15
+    for r in graded:
+        if r.student == "blank":
+            for a, gid in blank:
+                if a == r.assignment:
+                    assert report.is_unanswered(r.verdicts[gid]["message"]), (gid, r.verdicts[gid])
+    ben = next(r for r in graded if r.student == "ben")
+    ben_wrong = {f"00_orientation/{q.grade_id}" for q in ben.questions if q.kind == "auto" and q.score < q.max_score}
+    assert ben_wrong and not any(report.is_unanswered(ben.verdicts[g.split("/")[1]]["message"]) for g in ben_wrong)
+
+    page = Page((tmp_path / "out" / report.REPORT_NAME).read_text(encoding="utf-8"))
+    assert {i["data-task"] for i in page.items} == ben_wrong
+    assert all(i["data-wrong"] == "1" for i in page.items)
+    left = {row["data-task"]: row["data-unanswered"] for row in page.rows
+            if "data-unanswered" in row and "data-cause" not in row}
+    assert left == {f"{a}/{gid}": "1" for a, gid in blank}
+    # the control: the old ranking, by points lost, over the same grading
+    tasks = report.task_causes(graded)
+    old = sorted((t for t in tasks.values() if t.kind == "auto" and t.lost > 0),
+                 key=lambda t: (-t.lost, -t.failing, t.assignment, t.grade_id))[:report.TOP_TASKS]
+    assert any(f"{t.assignment}/{t.grade_id}" not in ben_wrong for t in old), [t.grade_id for t in old]
 
 
 def test_the_page_is_the_same_for_the_same_results():

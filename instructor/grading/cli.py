@@ -156,7 +156,10 @@ def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: boo
         for path in paths:
             print(f"export:   {fmt:<10} {path}")
     print(f"feedback: {workdir / 'feedback'}/<student>/<assignment>/*.html")
-    print(f"report:   {_class_report(results, outdir, workdir)}")
+    page = _class_report(results, outdir, workdir)   # the class report's path, last: where to look next
+    print(f"report:   {page}" + ("" if page.startswith("not written") else "  (the class report: open it in a web browser"
+          + ("; formgrader's Class Report link shows it" if Path(outdir).resolve() == Path(workdir).resolve() else "")
+          + ")"))
     return 1 if (problems or failed) else 0
 
 
