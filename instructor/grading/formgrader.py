@@ -36,6 +36,17 @@ gradebook for Canvas, Moodle or Gradescope (:func:`export.sheet_for_course`): po
 included, late penalties off, and an empty cell with its reason for every hand-in that could not be
 graded (the ledger's failures, broken files in ``submitted/``).
 
+What a new instructor would misread, made plain (nbgrader's files untouched: handlers of this extension,
+and templates read through its loader, :func:`with_export_link`):
+
+* a late hand-in's score (nbgrader's, before the penalty) carries its late mark (:func:`late_text`, the
+  API's ``course_late`` from :func:`with_late`), and a student with no name shows as their id, never
+  "None, None" (:data:`PAGES_SCRIPT`, in the list pages' base template);
+* in Manual Grading, a score for an autograded cell asks before it replaces the autograder's, and a line
+  next to the box says so (:data:`OVERRIDE_SCRIPT`, with the submission page's nonce);
+* the side bar's **Class Report** (``/formgrader/report``) serves the course folder's
+  ``class-report.html`` read-only under :data:`REPORT_CSP`, or says how to make it.
+
 The instructor lab (``python -m autograder.lab --instructor``) turns this extension on in place of
 ``nbgrader.server_extensions.formgrader``. Were both on, this one still wins: jupyter_server loads
 extensions in name order and tornado serves the first matching rule.
