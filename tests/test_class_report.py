@@ -367,6 +367,22 @@ def test_a_blank_hand_in_graded_for_real_is_not_attempted_not_a_mistake(tmp_path
     assert any(f"{t.assignment}/{t.grade_id}" not in ben_wrong for t in old), [t.grade_id for t in old]
 
 
+def test_the_hub_docs_name_the_file_formgrader_serves_and_a_command_that_writes_it(tmp_path):
+    """docs/deploying.md's "Where the class report is": the path it names is the one formgrader's Class
+    Report link reads, and its command is a real ``report`` invocation writing there."""
+    from instructor.grading import formgrader
+    from instructor.grading.cli import build_parser
+
+    doc = (REPO / "docs" / "deploying.md").read_text(encoding="utf-8")
+    section = doc.split("### Where the class report is", 1)[1].split("\n## ", 1)[0]
+    assert f"`P/course/{report.REPORT_NAME}`" in section and "**Class Report**" in section
+    assert formgrader.read_report(tmp_path) == (None, tmp_path / report.REPORT_NAME)
+    cmd = re.search(r"P/env/bin/python -m autograder (report [^\n`]*)", section).group(1).split()
+    args = build_parser().parse_args(cmd)
+    assert args.func is cli.cmd_report and args.workdir == "P/course" and args.out is None
+    assert "Class Report" in (REPO / "docs" / "instructors.md").read_text(encoding="utf-8")
+
+
 def test_the_page_is_the_same_for_the_same_results():
     rs = _synthetic()
     one = report.build_html(rs, source="s", generated="g")
