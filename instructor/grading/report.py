@@ -445,7 +445,7 @@ def build_html(results: list[Result], *, source: str, generated: str | None = No
           "written and its check failed; questions left unanswered are counted apart, under <i>Not attempted</i>); "
           "under each, the causes the hidden checks found, with how many submissions had each.</p><ol>")
         for t in ranked[:TOP_TASKS]:
-            left = (f"; {len(t.unanswered)} more left it unanswered" if t.unanswered else "")
+            left = (f"; {len(t.unanswered)} other(s) left it unanswered" if t.unanswered else "")
             w(f"<li data-task=\"{esc(t.assignment)}/{esc(t.grade_id)}\" data-wrong=\"{t.wrong}\" "
               f"data-unanswered=\"{len(t.unanswered)}\"><span class=\"task\">{esc(t.grade_id)}</span> "
               f"<span class=\"muted\">({esc(t.assignment)})</span>: <span class=\"lost\">{t.wrong} of {t.answered} "
@@ -472,7 +472,7 @@ def build_html(results: list[Result], *, source: str, generated: str | None = No
           "<p>No submission was graded.</p>")
     else:
         w("<p class=\"muted\">Autograded tasks that submissions left unanswered: the hidden check reached the "
-          "<code>raise NotImplementedError</code> the answer cell starts with (the student read "
+          "<code>raise NotImplementedError</code> left in the answer cell (the student read "
           "&ldquo;&hellip; is not implemented yet&rdquo;). Not mistakes, so not ranked above; many here may mean "
           "the task came too late or took too long.</p>"
           "<table><tr><th>task</th><th>assignment</th><th>unanswered</th><th>answered</th>"
