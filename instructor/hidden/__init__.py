@@ -163,9 +163,22 @@ def probe_source(check: Check) -> str:
     return _probe_source(type(check))
 
 
+#: What the released stubs raise (nbgrader_config.py's code stub); a bare ``raise NotImplementedError`` too.
+STUB_MESSAGE = "Replace this line with your answer"
+
+
+def is_stub_message(message: str) -> bool:
+    """A NotImplementedError from a stub left in place (or a bare one), not one PyTorch raised."""
+    return message.strip() in ("", "Ellipsis", "...") or STUB_MESSAGE in message
+
+
 def _error_message(check: Check, case: dict, err: dict) -> str:
     where = f"\n  for input: {case['label']}" if case.get("label") else ""
     kind, msg = err.get("type", "Error"), err.get("message", "")
+    if kind == "NotImplementedError" and not is_stub_message(msg):   # PyTorch's own: an answer, not a stub
+        return (f"{check.function} raised NotImplementedError{where}\n  detail   : {msg[:600]}\n"
+                "  try next : PyTorch has no kernel for one of your operations on this input (its device or "
+                "dtype, above): do that step with another operation, or on a device that has it.")
     if kind == "NotImplementedError":
         return (f"{check.function} is not implemented yet{where}\n"
                 f"  try next : replace `raise NotImplementedError` in the cell that defines {check.function}, run it.")
