@@ -180,3 +180,35 @@ def test_mutants_apply_to_the_reference_solutions():
         assert len(live) >= 20, function
         for m in target.mutants:
             assert m.old in ref and m.new != m.old, (function, m.name)
+
+
+def test_the_numbers_assignment_3_states_for_the_attack_are_measured():
+    """Section 5 says: this PGD lowers image 1's best objectness by about 0.1 (eps = 16/255, 10 steps);
+    darkening by eps or random noise, by 0.01 or less (measured here: 0.0055 darkening, -0.0001 to 0.0099
+    for 12 seeded draws of noise; issue 38's review measured 0.002–0.006 and read "about 0.01" as typical)."""
+    import json
+    import re
+    from pathlib import Path
+
+    from autograder.detector import best_objectness, synthetic_batch
+
+    text = (Path(__file__).resolve().parents[1] / "release/03_yolo_head/03_yolo_head.ipynb").read_text()
+    stated = re.search(r"lowers it by about ([\d.]+); darkening by `eps` or random noise, by ([\d.]+) or less\)",
+                       "".join("".join(c["source"]) for c in json.loads(text)["cells"]))
+    assert stated, "the sentence about the attack's drop changed: update this test with a new measurement"
+    pgd_about, under = (float(x) for x in stated.groups())
+    model = A.attack_model("cpu")
+    images, _ = synthetic_batch(4, seed=3)
+    image, eps = images[1:2].clone(), 16 / 255
+
+    def drop(delta):
+        with torch.no_grad():
+            return float(best_objectness(model, image) - best_objectness(model, (image + delta).clamp(0, 1)))
+
+    assert abs(drop(H.pgd_attack(model, image, eps, 10)) - pgd_about) < 0.03
+    g = torch.Generator().manual_seed(0)
+    others = [drop(-eps * torch.ones_like(image))]
+    for _ in range(6):
+        others.append(drop((torch.rand(image.shape, generator=g) * 2 - 1) * eps))
+        others.append(drop((torch.randint(0, 2, image.shape, generator=g).float() * 2 - 1) * eps))
+    assert max(others) <= under and pgd_about >= 5 * under, others

@@ -68,8 +68,19 @@ def _unavailable(why: str):
 
 
 def _readme_urlpath() -> str:
-    """The path the README's Binder badge opens (``urlpath=...``): the page this test opens."""
-    m = re.search(r"mybinder\.org/v2/gh/[^)\s]*\?urlpath=([^)\s&]+)", (ROOT / "README.md").read_text())
+    """The path the README's Binder badge opens (``urlpath=...``): the page this test opens. While the
+    course's repository is the placeholder the README has no badge (scripts/course_links.py writes none):
+    the badge the script writes for a published course is read instead."""
+    readme = (ROOT / "README.md").read_text()
+    if "mybinder.org/v2/gh/" not in readme:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("course_links", ROOT / "scripts" / "course_links.py")
+        links = importlib.util.module_from_spec(spec)
+        sys.modules["course_links"] = links    # its dataclass looks itself up there
+        spec.loader.exec_module(links)
+        readme = links.readme_blocks(links.Setting("example-teacher", "autograd-course", "main"))["badges"]
+    m = re.search(r"mybinder\.org/v2/gh/[^)\s]*\?urlpath=([^)\s&]+)", readme)
     assert m, "README.md has no Binder badge with ?urlpath=..."
     return "/" + m.group(1).lstrip("/")
 
