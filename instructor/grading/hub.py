@@ -38,6 +38,7 @@ zone follows it (``2026-12-10 17:00 Europe/Berlin``, ``2026-12-10 17:00 +01:00``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import grp
 import json
 import os
@@ -218,8 +219,16 @@ def ensure_user(hub: Hub, name: str, groups: list[str], *, comment: str = "", pa
     return made
 
 
+PASSWORDS = "initial-passwords.csv"
+
+
 def remove(hub: Hub) -> list[str]:
-    """Remove the accounts and groups this deployment made (``userdel -r``), newest first."""
+    """Remove the accounts and groups this deployment made (``userdel -r``), newest first; the initial
+    passwords file before anything else (it would let anyone who reads it in later log in as a new account
+    of the same name). The prefix's course folder (gradebook, submissions, feedback), exchange and
+    environment stay: :func:`left_behind` names them."""
+    with contextlib.suppress(FileNotFoundError):
+        (hub.state / PASSWORDS).unlink()
     gone = []
     for name in reversed(hub.created):
         if user_exists(name):
@@ -233,6 +242,15 @@ def remove(hub: Hub) -> list[str]:
     if hub.state.is_dir():
         hub.save()
     return gone
+
+
+def left_behind(hub: Hub) -> list[str]:
+    """What ``remove`` keeps, one line each: the grades and hand-ins are the instructor's to delete."""
+    keep = [(hub.course, "the course folder: gradebook.db, submissions, autograded notebooks, feedback"),
+            (hub.exchange, "the exchange: released assignments and hand-ins not collected yet"),
+            (hub.env, "the students' Python environment"),
+            (hub.state, "the hub's state (hub.json, logs, the grading service's socket folder)")]
+    return [f"{path}  ({what})" for path, what in keep if path.exists()]
 
 
 # --------------------------------------------------------------------------- roster
@@ -284,7 +302,7 @@ def import_roster(hub: Hub, path: Path, *, password: str | None = None) -> list[
 
 def _note_passwords(hub: Hub, made: list[tuple[str, str]]) -> None:
     """Initial passwords, for the instructor to hand out: a file only root may read."""
-    fd = os.open(hub.state / "initial-passwords.csv", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    fd = os.open(hub.state / PASSWORDS, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     with os.fdopen(fd, "a") as f:
         f.writelines(f"{login},{pw}\n" for login, pw in made)
 
@@ -677,12 +695,26 @@ def checkout_is_open(repo: Path) -> bool:
     return bool(os.stat(repo).st_mode & 0o005)
 
 
+def listen_address(ip: str | None, demo: bool) -> str:
+    """The address a new hub listens on: the one asked for; else, for a demo hub (accounts whose passwords
+    were printed on a terminal), this machine only; else every interface ("")."""
+    return ip if ip is not None else ("127.0.0.1" if demo else "")
+
+
+def progress(step: str) -> None:
+    """One line on stderr per step of the set-up, so that a long one is not silent."""
+    print(f"hub setup: {step} ...", file=sys.stderr, flush=True)
+
+
 def release_all(hub: Hub, assignments: list[str] | None = None) -> None:
-    """Generate and release every assignment to the exchange, as the grader account."""
+    """Generate and release every assignment to the exchange, as the grader account (a progress bar: each
+    assignment takes about 20 s)."""
+    from tqdm.auto import tqdm
+
     names = assignments or sorted(p.name for p in (hub.course / "source").iterdir() if p.is_dir())
     env = {"PATH": f"{hub.env / 'bin'}:/usr/bin:/bin", "HOME": pwd.getpwnam(hub.names.grader_account).pw_dir,
            "LANG": "C.UTF-8"}
-    for a in names:
+    for a in tqdm(names, desc="hub setup: releasing", unit="assignment", file=sys.stderr):
         for step in (["generate_assignment", "--force", a], ["release_assignment", "--force", a]):
             _run([shutil.which("runuser") or "/usr/sbin/runuser", "-u", hub.names.grader_account, "--", str(hub.python), "-m", "nbgrader", *step],
                  cwd=hub.course, env=env, timeout=600)
@@ -697,10 +729,11 @@ def free_port() -> int:
 # --------------------------------------------------------------------------- set-up
 
 def setup(prefix: Path, *, names_prefix: str = "", demo: bool = False, demo_password: str | None = None,
-          roster: Path | None = None, port: int = 8000, ip: str = "", ports: dict | None = None,
+          roster: Path | None = None, port: int = 8000, ip: str | None = None, ports: dict | None = None,
           lock: bool = True, lock_repo: bool = False, release: bool = False,
           source_venv: Path | None = None, due: dict[str, str] | None = None) -> tuple[Hub, list[tuple[str, str]]]:
-    """Everything the hub needs, idempotent. Returns the hub and the (login, password) pairs made now."""
+    """Everything the hub needs, idempotent. Returns the hub and the (login, password) pairs made now.
+    Says what it is doing on stderr, step by step (releasing the assignments takes minutes)."""
     if os.geteuid() != 0:
         raise HubError("the hub's set-up makes accounts and sets owners: run it as root (sudo make hub)")
     for tool in ("useradd", "usermod", "groupadd", "chpasswd", "runuser"):
@@ -710,7 +743,12 @@ def setup(prefix: Path, *, names_prefix: str = "", demo: bool = False, demo_pass
     try:
         hub = Hub.load(prefix)
     except HubError:
-        hub = Hub(prefix=str(prefix), names_prefix=names_prefix, port=port, ip=ip, **(ports or {}))
+        # a demo hub (known accounts) listens on this machine only unless told otherwise; a class hub on all
+        hub = Hub(prefix=str(prefix), names_prefix=names_prefix, port=port, ip=listen_address(ip, demo),
+                  **(ports or {}))
+    else:
+        if ip is not None:
+            hub.ip = ip
     if roster is not None:  # a bad class list stops set-up before any account is made
         roster_accounts(roster, hub.names)
     for when in (due or {}).values():  # so does a due date that does not parse
@@ -726,9 +764,10 @@ def setup(prefix: Path, *, names_prefix: str = "", demo: bool = False, demo_pass
     _run(["usermod", "--lock", n.grader_account])  # nobody logs in as it: JupyterHub runs formgrader as it
     made: list[tuple[str, str]] = []
     if demo:
-        pw = demo_password or secrets.token_urlsafe(9)
+        progress("demo accounts")
         for login, role in ((f"{n.prefix}instructor", "graders"), (f"{n.prefix}grader2", "graders"),
                             (f"{n.prefix}student1", "students"), (f"{n.prefix}student2", "students")):
+            pw = demo_password or secrets.token_urlsafe(9)   # each account its own, unless one was asked for
             ensure_user(hub, login, [n.graders if role == "graders" else n.students], comment=f"demo {role}",
                         password=pw)
             made.append((login, pw))
@@ -736,17 +775,22 @@ def setup(prefix: Path, *, names_prefix: str = "", demo: bool = False, demo_pass
             if login not in group:
                 group.append(login)
     hub.save()
+    progress("the course folder (tracked files of the checkout)")
     copy_course(hub)
+    progress("the exchange's course folders")
     own_exchange(hub)  # the course's folders in the exchange, the course account's before any student logs in
+    progress("the students' Python environment")
     student_env(hub, source_venv)
     jupyter_configs(hub)
     if lock:
+        progress("permissions")
         lock_down(hub)
     if demo:
         add_to_gradebook(hub, [(s, None) for s in hub.students])
     if made:
         _note_passwords(hub, made)
     if roster is not None:
+        progress(f"the class list {roster}")
         made += import_roster(hub, roster)
     for assignment, when in (due or {}).items():
         set_due(hub, assignment, when)
@@ -772,7 +816,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--demo-password", help="their password (default: a random one, printed)")
     s.add_argument("--roster", type=Path, help="class list CSV: id,first_name,last_name,email")
     s.add_argument("--port", type=int, default=8000, help="the port browsers connect to")
-    s.add_argument("--ip", default="", help="the address the hub listens on (default: all)")
+    s.add_argument("--ip", default=None, help="the address the hub listens on (default: all; with --demo, "
+                                               "127.0.0.1 only: pass --ip 0.0.0.0 to let other machines in)")
     s.add_argument("--names-prefix", default="", help="put this before every account and group name")
     s.add_argument("--release", action="store_true", help="generate and release every assignment to the exchange")
     s.add_argument("--lock-checkout", action="store_true",
@@ -811,7 +856,9 @@ def main(argv: list[str] | None = None) -> int:
             for login, pw in made:
                 print(f"  account {login}  password {pw}")
             if made:
-                print(f"  (also in {hub.state / 'initial-passwords.csv'}, readable by root only)")
+                print(f"  (also in {hub.state / PASSWORDS}, readable by root only; `remove` deletes it first)")
+            print(f"  listening on {hub.ip or 'every interface'}, port {hub.port}"
+                  + ("  (this machine only: --ip 0.0.0.0 lets other machines in)" if hub.ip == "127.0.0.1" else ""))
             if checkout_is_open(Path(hub.repo)):
                 print(f"WARNING: {hub.repo} is open to every account (mode {os.stat(hub.repo).st_mode & 0o777:o}): "
                       "a student's terminal can read its source/ and instructor/. Pass --lock-checkout, or keep "
@@ -830,7 +877,14 @@ def main(argv: list[str] | None = None) -> int:
                   + ": restart the hub to give them formgrader")
         elif args.cmd == "remove":
             hub = Hub.load(args.prefix)
-            print("removed: " + (", ".join(remove(hub)) or "nothing"))
+            had_passwords = (hub.state / PASSWORDS).exists()
+            print("removed: " + (", ".join(remove(hub)) or "no account"))
+            if had_passwords:
+                print(f"deleted {hub.state / PASSWORDS} (the initial passwords)")
+            kept = left_behind(hub)
+            if kept:
+                print("kept (grades and hand-ins are yours to delete, e.g. with rm -rf "
+                      f"{hub.root} once they are exported):\n  " + "\n  ".join(kept))
     except (HubError, HandinError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
