@@ -74,10 +74,27 @@ def instructor_env(config: Path) -> dict:
     return env
 
 
+#: Where the lessons' own copies go: run there, a lesson's outputs and edits never touch the tracked
+#: ``notebooks/`` (JupyterLab autosaves what it runs).
+LESSONS = "lessons"
+
+
+def lesson_copy(text: str) -> str:
+    """A lesson notebook as it reads from ``workspace/lessons/``: its links into ``../workspace/`` become
+    ``../`` (the same files, one folder down); links between lessons stay as they are."""
+    nb = json.loads(text)
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "markdown":
+            src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            cell["source"] = re.sub(r"\]\(\.\./workspace/", "](../", src).splitlines(keepends=True)
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
 def prepare_workspace(root: Path = REPO) -> tuple[Path, list[Path]]:
     """The student's own copies: ``workspace/<assignment>/<notebook>.ipynb`` (nbgrader's student
-    layout), copied from ``release/`` only where missing. No course command writes into
-    ``workspace/`` over a file that is there: answers written in it are never overwritten."""
+    layout), copied from ``release/``, and the lessons in ``workspace/lessons/``, from ``notebooks/``,
+    each only where missing. No course command writes into ``workspace/`` over a file that is there:
+    answers written in it are never overwritten."""
     import shutil
 
     ws = Path(root) / "workspace"
@@ -87,6 +104,16 @@ def prepare_workspace(root: Path = REPO) -> tuple[Path, list[Path]]:
         if not dest.exists():
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(nb, dest)
+            made.append(dest)
+    for nb in sorted((Path(root) / "notebooks").glob("*.ipynb")):
+        dest = ws / LESSONS / nb.name
+        if not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with open(dest, "x", encoding="utf-8") as f:   # never over a file that appeared meanwhile
+                    f.write(lesson_copy(nb.read_text(encoding="utf-8")))
+            except FileExistsError:
+                continue
             made.append(dest)
     return ws, made
 
@@ -134,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     args, lab_args = parser.parse_known_args(argv)  # anything else goes to jupyter lab
     root = args.course.resolve()
     cmd = [str(Path(sys.executable).parent / "jupyter"), "lab", f"--ServerApp.root_dir={root}", *lab_args]
+    if not args.instructor and not any(a.startswith(("--LabApp.default_url", "--ServerApp.default_url"))
+                                       for a in lab_args):   # the lessons' own copy, not the tracked notebooks/
+        cmd.append(f"--LabApp.default_url=/lab/tree/workspace/{LESSONS}/00_start_here.ipynb")
     if os.geteuid() == 0 and not any(a.startswith(("--allow-root", "--ServerApp.allow_root")) for a in lab_args):
         cmd.append("--allow-root")  # Jupyter refuses to start as root without it (containers, Binder-like hosts)
     prepare_exchange(root)
@@ -148,8 +178,9 @@ def main(argv: list[str] | None = None) -> int:
         ws, made = prepare_workspace(root)
         print("JupyterLab, student view (Assignments list and Validate; no instructor panels). "
               "Instructors: make lab-instructor", flush=True)
-        print(f"Your notebooks: {ws.relative_to(root)}/<assignment>/ ({len(made)} new copies from release/); "
-              "work there: no course command overwrites them.", flush=True)
+        print(f"Your notebooks: {ws.relative_to(root)}/<assignment>/ and the lessons in {ws.relative_to(root)}/"
+              f"{LESSONS}/ ({len(made)} new copies from release/ and notebooks/); work there: no course "
+              "command overwrites them.", flush=True)
     # Validate, formgrader and the Assignments list read nbgrader_config.py from the server's working folder
     os.chdir(root)
     os.execvpe(cmd[0], cmd, env)

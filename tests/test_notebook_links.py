@@ -55,3 +55,33 @@ def test_start_here_links_every_assignment_in_workspace():
     links = _links(REPO / "notebooks" / "00_start_here.ipynb")
     for nb in sorted((REPO / "release").glob("*/*.ipynb")):
         assert f"../workspace/{nb.parent.name}/{nb.name}" in links, f"00_start_here does not link {nb.parent.name}"
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.name)
+def test_the_lessons_own_copies_link_to_the_same_files(lesson, course):
+    """`make lab` opens the lessons from workspace/lessons/ (issue 38: running one in notebooks/ autosaved
+    the tracked file): their links, rewritten one folder down, reach the same files."""
+    copy = course / "workspace" / "lessons" / lesson.name
+    assert copy.is_file(), f"prepare_workspace made no copy of {lesson.name}"
+    originals, copies = _links(lesson), _links(copy)
+    assert len(originals) == len(copies)
+    for link in copies:
+        resolved = copy.parent
+        for part in Path(link.split("#")[0]).parts:
+            resolved = resolved.parent if part == ".." else resolved / part
+        assert resolved.exists(), f"workspace/lessons/{lesson.name}: {link} leads to nothing"
+    assert [l.replace("../workspace/", "../") for l in originals] == copies
+
+
+def test_a_lesson_copy_is_never_overwritten_and_lab_opens_the_copy(course, monkeypatch):
+    from autograder import lab
+
+    copy = course / "workspace" / "lessons" / "00_start_here.ipynb"
+    copy.write_text(copy.read_text().replace("Start here", "Start here (my notes)"))
+    _, made = prepare_workspace(course)
+    assert made == [] and "(my notes)" in copy.read_text()
+    seen = {}
+    monkeypatch.setattr(lab.os, "execvpe", lambda exe, cmd, env: seen.setdefault("cmd", cmd))
+    monkeypatch.setattr(lab.os, "chdir", lambda path: None)
+    lab.main(["--course", str(course)])
+    assert "--LabApp.default_url=/lab/tree/workspace/lessons/00_start_here.ipynb" in seen["cmd"]
