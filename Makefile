@@ -15,7 +15,7 @@ PYTEST_PARALLEL ?= -n 2 --dist loadscope --no-loadscope-reorder
 
 help:
 	@echo "make demo       set up, release and autograde 4 sample submissions, print the grade table (DEMO_ARGS=--full: all)"
-	@echo "make test       set up, then run the whole test suite (what CI runs)"
+	@echo "make test       set up, then run the whole test suite (what CI runs); A=03_yolo_head: one assignment's tests"
 	@echo "make lab        JupyterLab on the course, student view (Assignments, Validate)"
 	@echo "make lab-instructor   JupyterLab with nbgrader's instructor panels (formgrader)"
 	@echo "make release    regenerate release/ from source/ with nbgrader"
@@ -49,8 +49,9 @@ sandbox-check:
 demo: setup
 	$(BIN)/python -m autograder demo $(DEMO_ARGS)
 
+# make test A=03_yolo_head: one assignment's hidden checks, mutants, samples and visible tests only.
 test: setup
-	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL)
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) $(if $(A),--assignment $(A))
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow and not browser"

@@ -30,17 +30,33 @@ def _env() -> dict:
     return env
 
 
+def pytest_addoption(parser):
+    parser.addoption("--assignment", default=None, metavar="NAME",
+                     help="only this assignment's tests: its hidden checks, mutants, samples and visible tests "
+                          "(make test A=03_yolo_head); the session's grading grades only its notebooks")
+
+
+def belongs_to(nodeid: str, assignment: str) -> bool:
+    """Whether a test is one of ``assignment``'s: its id names the assignment (a parameter such as
+    ``[03_yolo_head]`` or ``03_yolo_head/ada``), or it is in the assignment's own file ``test_hidden_aNN.py``."""
+    return assignment in nodeid or nodeid.startswith(f"tests/test_hidden_a{assignment[:2]}.py::")
+
+
 @pytest.fixture(scope="session")
-def graded(tmp_path_factory) -> dict:
+def graded(tmp_path_factory, request) -> dict:
     """{(student, assignment): {"questions": {grade_id: score|None}, "status": str, "workdir": Path}}."""
     root = tmp_path_factory.mktemp("grading")
     jobs = []
+    only = request.config.getoption("--assignment")
     for a in course.assignments():
+        if only and a != only:
+            continue
         for nb in course.source_notebooks(a):
             jobs.append((SOURCE_STUDENT, a, nb))
             jobs.append((RELEASE_STUDENT, a, REPO / "release" / a / nb.name))
     for s in samples.load_samples():
-        jobs.append((s.student, s.assignment, s))
+        if not only or s.assignment == only:
+            jobs.append((s.student, s.assignment, s))
     # One batch, graded the way an instructor grades a class: `grade --jobs 2` (every core here),
     # each worker grading and recording whole submissions in the sandbox, sharing the gradebook.
     shards = 1
@@ -126,6 +142,13 @@ def group_of(nodeid: str) -> str:
 
 
 def pytest_collection_modifyitems(config, items):
+    only = config.getoption("--assignment")
+    if only:
+        if only not in course.assignments():
+            raise pytest.UsageError(f"--assignment {only}: no such assignment (known: {', '.join(course.assignments())})")
+        kept = [item for item in items if belongs_to(item.nodeid, only)]
+        config.hook.pytest_deselected(items=[item for item in items if not belongs_to(item.nodeid, only)])
+        items[:] = kept
     strays = sorted({item.nodeid.split("::", 1)[0] for item in items if "graded" in getattr(item, "fixturenames", ())
                      and group_of(item.nodeid) != "graded"})
     if strays:  # it would be graded once more on the other worker, in parallel: add the file to the list
