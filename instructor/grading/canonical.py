@@ -31,6 +31,13 @@ def _nbmeta(cell) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
+def _shown(value, limit: int = 120) -> str:
+    """Student-made text (a claimed id, a metadata key) as it may appear in a flag: one printable line,
+    control and format characters escaped, at most ``limit`` characters."""
+    text = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(value))
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def canonical_notebook(nb, release_nb) -> tuple[nbformat.NotebookNode, list[str]]:
     """(canonical notebook, flags). ``nb`` is not modified."""
     flags: list[str] = []
@@ -69,7 +76,7 @@ def canonical_notebook(nb, release_nb) -> tuple[nbformat.NotebookNode, list[str]
             if _nbmeta(student) != _nbmeta(rel):
                 changed = sorted(k for k in set(_nbmeta(student)) | set(_nbmeta(rel))
                                  if _nbmeta(student).get(k) != _nbmeta(rel).get(k))
-                flags.append(f"cell '{gid}': its nbgrader metadata was edited ({', '.join(changed)}): restored")
+                flags.append(f"cell '{gid}': its nbgrader metadata was edited ({_shown(', '.join(changed))}): restored")
             if not _nbmeta(rel).get("solution") and student.source != rel.source and not _nbmeta(rel).get("grade"):
                 flags.append(f"locked cell '{gid}' was edited: restored")
         if out.cell_type == "code":
@@ -114,7 +121,7 @@ def canonical_notebook(nb, release_nb) -> tuple[nbformat.NotebookNode, list[str]
                                          f"{MAX_ATTACHMENT_BYTES >> 10} KiB in the notebook)*"
                     flags.append(f"attachments over {MAX_ATTACHMENT_BYTES >> 10} KiB per notebook were removed")
             if "nbgrader" in extra.get("metadata", {}):
-                flags.append(f"a cell of your own claimed nbgrader metadata ({_gid(cell) or 'no id'}): removed")
+                flags.append(f"a cell of your own claimed nbgrader metadata ({_shown(_gid(cell) or 'no id')}): removed")
                 del extra.metadata["nbgrader"]
             if extra.cell_type == "code":
                 extra.outputs, extra.execution_count = [], None
