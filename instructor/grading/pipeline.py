@@ -471,6 +471,7 @@ def keep_lower(api, sub: Submission, verdicts: dict, res: Result) -> None:
                 judged = g.max_score if passed else 0.0
                 if g.auto_score > judged:
                     first = message.strip().splitlines()[0] if message.strip() else "failed"
+                    first = "".join(ch for ch in first if ch.isprintable())  # it may quote the student's error
                     res.integrity.append(f"{g.name}: the notebook's own tests gave {g.auto_score:g}, the check outside "
                                          f"the kernel gave {judged:g} ({first[:160]}); kept {judged:g}")
                     g.auto_score = judged
