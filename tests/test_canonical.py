@@ -329,6 +329,9 @@ def test_attachments_over_the_limit_are_removed_and_small_ones_kept(release):
     (nbg("environment_report_tests", grade=True, locked=True, points=2), "environment_report_tests"),  # a copy
     ({"nbgrader": {"points": 5, "grade": True}}, "no id"),                             # metadata without an id
     ({"nbgrader": "grade"}, "no id"),                                                  # not even a dict
+    ({"nbgrader": {"grade_id": ["environment_report_tests"]}}, "no id"),               # an id that is a list
+    ({"nbgrader": {"grade_id": {"id": "x"}, "grade": True, "points": 9}}, "no id"),    # ... or an object
+    ({"nbgrader": {"grade_id": 7, "grade": True, "points": 9}}, "no id"),              # ... or a number
 ])
 def test_a_cell_of_the_students_claiming_nbgrader_metadata_loses_it(release, claim, shown):
     nb = handed_in(release)
@@ -337,6 +340,43 @@ def test_a_cell_of_the_students_claiming_nbgrader_metadata_loses_it(release, cla
     assert flags == [f"a cell of your own claimed nbgrader metadata ({shown}): removed"]
     assert out.cells[-1].source == "pass  # full marks please" and "nbgrader" not in out.cells[-1].metadata
     assert_released_cells_as_released(out, release, ANSWERS)
+
+
+def test_a_released_cell_whose_id_was_made_a_list_is_put_back(release):
+    nb = handed_in(release)
+    meta = graded(nb)["environment_report_tests"].metadata["nbgrader"]
+    meta["grade_id"] = ["environment_report_tests"]
+    out, flags = canon(nb, release)
+    assert sorted(flags) == ["a cell of your own claimed nbgrader metadata (no id): removed",
+                             "test cell 'environment_report_tests' was missing (deleted, or its id edited): put back"]
+    assert_released_cells_as_released(out, release, ANSWERS)
+
+
+def test_control_an_id_that_is_a_list_crashed_the_stage_when_ids_were_not_checked(release, monkeypatch):
+    monkeypatch.setattr(canonical, "_gid", lambda cell: canonical._nbmeta(cell).get("grade_id"))  # as it was
+    nb = handed_in(release)
+    nb.cells.append(new_code_cell("pass", metadata={"nbgrader": {"grade_id": ["x"]}}))
+    with pytest.raises(TypeError, match="unhashable"):
+        canonical_notebook(nb, release)
+
+
+@pytest.mark.xfail(strict=True, raises=(KeyError, AttributeError, TypeError),
+                   reason="known: nbgrader's DeduplicateIds runs before Canonicalize in the autograde chain "
+                          "(pipeline.sandboxed_config) and crashes on nbgrader metadata canonical would repair")
+@pytest.mark.parametrize("meta", [{"points": 5, "grade": True}, "grade", {"grade_id": ["x"], "grade": True}],
+                         ids=["no id", "not a dict", "list id"])
+def test_the_autograde_chain_reaches_canonical_with_broken_nbgrader_metadata(release, meta):
+    from instructor.grading import pipeline
+
+    chain = pipeline.sandboxed_config(REPO).Autograde.sanitize_preprocessors
+    at = next(k for k, p in enumerate(chain) if p.__name__ == "Canonicalize")
+    nb = handed_in(release)
+    nb.cells.append(new_code_cell("pass", metadata={"nbgrader": meta}))
+    for step in chain[:at]:
+        if step.__name__ not in ("OverwriteKernelspec",):   # reads the gradebook; nothing to do with the cells
+            nb, _ = step().preprocess(nb, {})
+    out, flags = canon(nb, release)
+    assert "a cell of your own claimed nbgrader metadata (no id): removed" in flags
 
 
 def test_a_copy_of_an_answer_cell_above_it_is_the_answer_and_the_later_one_the_students_own(release):

@@ -23,7 +23,8 @@ __all__ = ["canonical_notebook", "MAX_CELLS"]
 
 def _gid(cell) -> str | None:
     meta = cell.get("metadata", {}).get("nbgrader")
-    return meta.get("grade_id") if isinstance(meta, dict) else None
+    gid = meta.get("grade_id") if isinstance(meta, dict) else None
+    return gid if isinstance(gid, str) else None   # a student's list or object is no id (nor hashable)
 
 
 def _nbmeta(cell) -> dict:
