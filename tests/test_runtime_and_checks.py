@@ -187,6 +187,9 @@ def test_a_stub_is_not_implemented_yet_but_pytorchs_own_not_implemented_is_an_an
         pytest.skip("this PyTorch reads a meta tensor's values")
     answer = _error_message(check, {}, {"type": "NotImplementedError", "message": torch_msg})
     assert "not implemented yet" not in answer and "raised NotImplementedError" in answer, answer
-    for stub in (STUB_MESSAGE + ", run the cell, then run the tests below.", "", "Ellipsis"):
+    half = _error_message(check, {}, {"type": "NotImplementedError",
+                                      "message": "\"addmm_impl_cpu_\" not implemented for 'Half'"})
+    assert "raised NotImplementedError" in half, half
+    for stub in (STUB_MESSAGE + ", run the cell, then run the tests below.", "", "Ellipsis", "decode", "todo"):
         msg = _error_message(check, {}, {"type": "NotImplementedError", "message": stub})
         assert msg.startswith("to_autograd is not implemented yet"), msg

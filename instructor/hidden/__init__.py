@@ -35,6 +35,7 @@ import copy
 import functools
 import importlib
 import inspect
+import re
 import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
@@ -163,13 +164,19 @@ def probe_source(check: Check) -> str:
     return _probe_source(type(check))
 
 
-#: What the released stubs raise (nbgrader_config.py's code stub); a bare ``raise NotImplementedError`` too.
+#: What the released stubs raise (nbgrader_config.py's code stub).
 STUB_MESSAGE = "Replace this line with your answer"
+#: How PyTorch words the NotImplementedError it raises itself: an operation with no kernel for a device or
+#: dtype (``"addmm_impl_cpu_" not implemented for 'Half'``, ``Could not run 'aten::...' with arguments from
+#: the 'Meta' backend``), a meta tensor asked for data. Any other NotImplementedError is the student's own:
+#: the stub, or a draft's ``raise NotImplementedError("todo")``.
+_TORCH_NOT_IMPLEMENTED = re.compile(r"not implemented for '|Could not run '|aten::|meta tensor|no data!|"
+                                    r"is not (?:yet )?(?:implemented|supported) (?:for|on) ")
 
 
 def is_stub_message(message: str) -> bool:
-    """A NotImplementedError from a stub left in place (or a bare one), not one PyTorch raised."""
-    return message.strip() in ("", "Ellipsis", "...") or STUB_MESSAGE in message
+    """A NotImplementedError the student's code raised (the stub, a draft), not one PyTorch raised."""
+    return STUB_MESSAGE in message or not _TORCH_NOT_IMPLEMENTED.search(message)
 
 
 def _error_message(check: Check, case: dict, err: dict) -> str:
