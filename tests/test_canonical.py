@@ -360,23 +360,35 @@ def test_control_an_id_that_is_a_list_crashed_the_stage_when_ids_were_not_checke
         canonical_notebook(nb, release)
 
 
-@pytest.mark.xfail(strict=True, raises=(KeyError, AttributeError, TypeError),
-                   reason="known: nbgrader's DeduplicateIds runs before Canonicalize in the autograde chain "
-                          "(pipeline.sandboxed_config) and crashes on nbgrader metadata canonical would repair")
 @pytest.mark.parametrize("meta", [{"points": 5, "grade": True}, "grade", {"grade_id": ["x"], "grade": True}],
                          ids=["no id", "not a dict", "list id"])
 def test_the_autograde_chain_reaches_canonical_with_broken_nbgrader_metadata(release, meta):
     from instructor.grading import pipeline
 
     chain = pipeline.sandboxed_config(REPO).Autograde.sanitize_preprocessors
-    at = next(k for k, p in enumerate(chain) if p.__name__ == "Canonicalize")
+    names = [p.__name__ for p in chain]
+    assert names.index("Canonicalize") < names.index("DeduplicateIds"), names   # nbgrader's step crashed first
     nb = handed_in(release)
     nb.cells.append(new_code_cell("pass", metadata={"nbgrader": meta}))
-    for step in chain[:at]:
-        if step.__name__ not in ("OverwriteKernelspec",):   # reads the gradebook; nothing to do with the cells
+    flags = None
+    for step in chain[:names.index("DeduplicateIds") + 1]:
+        if step.__name__ == "Canonicalize":
+            nb, flags = canon(nb, release)
+        elif step.__name__ != "OverwriteKernelspec":   # reads the gradebook; nothing to do with the cells
             nb, _ = step().preprocess(nb, {})
-    out, flags = canon(nb, release)
     assert "a cell of your own claimed nbgrader metadata (no id): removed" in flags
+
+
+@pytest.mark.parametrize("meta", [{"points": 5, "grade": True}, "grade", {"grade_id": ["x"], "grade": True}],
+                         ids=["no id", "not a dict", "list id"])
+def test_without_the_reorder_nbgraders_step_crashes_on_it(release, meta):
+    """The control: nbgrader's DeduplicateIds alone, on the same notebook, before anything repaired it."""
+    from nbgrader.preprocessors import DeduplicateIds
+
+    nb = handed_in(release)
+    nb.cells.append(new_code_cell("pass", metadata={"nbgrader": meta}))
+    with pytest.raises((KeyError, AttributeError, TypeError)):
+        DeduplicateIds().preprocess(nb, {})
 
 
 def test_a_copy_of_an_answer_cell_above_it_is_the_answer_and_the_later_one_the_students_own(release):

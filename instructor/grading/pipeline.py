@@ -54,7 +54,10 @@ def sandboxed_config(root: Path):
     # No live student HTML/JavaScript (:mod:`.sanitize`): markdown made inert before execution (so a
     # worker's notebook and the recorder's have the same sources), outputs right after it; the
     # autograded notebook on disk is inert.
-    config.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, _canonicalize_preprocessor(),
+    # Canonicalize before nbgrader's own steps: DeduplicateIds crashes on nbgrader metadata a student broke
+    # (no id, not a dict, a list as id) that canonical repairs and flags; after it, DeduplicateIds has nothing
+    # to do (canonical keeps the first cell of a grade id, as DeduplicateIds would).
+    config.Autograde.sanitize_preprocessors = [ClearOutput, _canonicalize_preprocessor(), DeduplicateIds, OverwriteKernelspec,
                                                OverwriteCells, InertNotebook, CheckCellMetadata]
     config.Autograde.autograde_preprocessors = [sandbox.sandboxed_execute_class(), IgnorePattern, ClearMetadataPreprocessor,
                                                 LimitOutput, InertNotebook, SaveAutoGrades, AssignLatePenalties,
