@@ -41,9 +41,14 @@ HERE = Path(__file__).resolve().parent
 __all__ = ["config", "config_path", "install", "course_code", "EXTENSION", "STOCK", "COURSE", "CONFIG_NAME"]
 
 
+#: Validate's dialog naming each test cell by its task (:mod:`autograder.validate_view`): on for everyone,
+#: students too, so installed by the same file.
+VALIDATE_VIEW = "autograder.validate_view"
+
+
 def config() -> dict:
     """The Jupyter server config this module installs."""
-    return {"ServerApp": {"jpserver_extensions": {STOCK: False, EXTENSION: True}}}
+    return {"ServerApp": {"jpserver_extensions": {STOCK: False, EXTENSION: True, VALIDATE_VIEW: True}}}
 
 
 def config_path(prefix: str | Path = sys.prefix) -> Path:

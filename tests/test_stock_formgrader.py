@@ -210,7 +210,8 @@ def test_the_makefile_s_setup_writes_the_config_idempotently(tmp_path):
     data = first.read_bytes()
     assert course_formgrader.install(tmp_path) == first and first.read_bytes() == data
     assert json.loads(data)["ServerApp"]["jpserver_extensions"] == {course_formgrader.STOCK: False,
-                                                                  course_formgrader.EXTENSION: True}
+                                                                  course_formgrader.EXTENSION: True,
+                                                                  course_formgrader.VALIDATE_VIEW: True}
     assert first.name > "nbgrader.json"  # read after nbgrader's own file: the later one wins
     assert course_formgrader.EXTENSION in student_view()[1]
     student_env(tmp_path / "student")
