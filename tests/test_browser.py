@@ -314,6 +314,8 @@ def test_course_in_jupyterlab_and_chromium(tmp_path):
                 kind, text = _validate(page)
                 assert kind == "validation-failed", text
                 assert "The following cell failed" in text and "NotImplementedError" in text, text
+                # each failing test named by its task in one line, not by its code (autograder.validate_view)
+                assert "# the test of " in text and "call_student(" not in text, text
                 _save(page, "validate_released_assignment")
                 _close_dialog(page)
 
