@@ -243,8 +243,11 @@ def test_binder_simulated():
         assert len(r.stdout.splitlines()) <= 1 and not r.stderr.strip(), \
             f"postBuild should be quiet on success:\n{r.stdout}\n{r.stderr}"
         released = sorted(p.relative_to(home / "release") for p in (home / "release").glob("*/*.ipynb"))
-        assert released and sorted(p.relative_to(home / "workspace") for p in (home / "workspace").glob("*/*.ipynb")) \
-            == released, "postBuild makes the student's workspace/ copies, which the lessons link to"
+        copies = sorted(p.relative_to(home / "workspace") for p in (home / "workspace").glob("*/*.ipynb"))
+        assert released and [c for c in copies if c.parts[0] != "lessons"] == released, \
+            "postBuild makes the student's workspace/ copies, which the lessons link to"
+        assert sorted(c.name for c in copies if c.parts[0] == "lessons") == sorted(
+            p.name for p in (home / "notebooks").glob("*.ipynb")), "and the lessons' own copies (workspace/lessons/)"
         lab_off, server_off = student_view(home / "postBuild")
         page_config = json.loads((prefix / "etc" / "jupyter" / "labconfig" / "page_config.json").read_text())
         for plugin in lab_off:
