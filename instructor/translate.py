@@ -384,10 +384,12 @@ def update(lang: str = DEFAULT_LANG, root: Path = REPO, notebooks: list[Path] | 
     return report
 
 
-def check(lang: str = DEFAULT_LANG, root: Path = REPO) -> list[str]:
+def check(lang: str = DEFAULT_LANG, root: Path = REPO, only: list[str] | None = None) -> list[str]:
     """Every problem of the edition: untranslated or fuzzy units, translations that break a cell."""
     problems = []
     for path in english_notebooks(root):
+        if only and path.stem not in only:
+            continue
         table = reviewed(load_catalogue(catalogue_path(path, lang, root)))
         try:
             translate_notebook(_read(path), table, str(path.relative_to(root)), lang)
@@ -418,12 +420,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m instructor.translate", description=__doc__.split("\n\n")[0])
     ap.add_argument("command", choices=["update", "check", "build"])
     ap.add_argument("--lang", default=DEFAULT_LANG, choices=LANGS)
+    ap.add_argument("--only", nargs="*", metavar="NOTEBOOK", help="check: only these notebooks (file stems)")
     args = ap.parse_args(argv)
     if args.command == "update":
         print("\n".join(update(args.lang)))
         return 0
     if args.command == "check":
-        problems = check(args.lang)
+        problems = check(args.lang, only=args.only)
         print("\n".join(problems) if problems else f"every unit has a reviewed {args.lang} translation")
         return 1 if problems else 0
     try:
