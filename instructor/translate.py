@@ -265,7 +265,8 @@ def _check_string(english: str, translated: str) -> None:
     """A translated string literal must parse as one string with the same {fields}, in any order."""
     def shape(src: str):
         try:
-            node = ast.parse(src.strip(), mode="eval").body
+            # parenthesized: an implicit concatenation continued on an indented line parses too
+            node = ast.parse("(" + src.strip() + "\n)", mode="eval").body
         except SyntaxError as err:
             raise BadTranslation(f"not a Python string literal: {src!r} ({err.msg})") from None
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
