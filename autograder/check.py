@@ -32,12 +32,14 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .i18n import N_, _, label_lines, translate_message
+
 __all__ = ["check", "CheckReport", "QuestionResult", "NotebookNotFound"]
 
 HIDDEN_BLOCK = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", re.M | re.S)
 #: what nbgrader_config.py's IgnorePattern drops from a test cell's stderr (a Python warning line)
 WARNING_LINE = re.compile(r"(?m)^.*:\d+: \w*Warning: ")
-HIDDEN_NOTE = "hidden tests run when the notebook is graded: a question that passes here may still fail there"
+HIDDEN_NOTE = N_("hidden tests run when the notebook is graded: a question that passes here may still fail there")
 MAX_LINE = 200
 
 
@@ -67,21 +69,22 @@ class QuestionResult:
 
     @property
     def first_line(self) -> str:
-        line = self.message.strip().splitlines()[0] if self.message.strip() else ""
+        message = translate_message(self.message.strip())   # in the notebook's language
+        line = message.splitlines()[0] if message else ""
         return line if len(line) <= MAX_LINE else line[:MAX_LINE - 3] + "..."
 
     @property
     def next_steps(self) -> list[str]:
         """The failure's "expected", "got" and "try next" lines (the course's message layout), in order."""
-        return [line.strip() for line in self.message.splitlines()
-                if line.strip().startswith(("expected :", "got      :", "got :", "try next :"))]
+        return [line.strip() for line in translate_message(self.message).splitlines()
+                if line.strip().startswith(("expected :", "got      :", "got :", "try next :") + label_lines())]
 
     def score_text(self) -> str:
         if self.kind == "manual":
-            return (f"graded by hand ({self.points:g} pt)" if self.answered is not False
-                    else f"graded by hand ({self.points:g} pt; not answered yet)")
+            return (_(f"graded by hand ({self.points:g} pt)") if self.answered is not False
+                    else _(f"graded by hand ({self.points:g} pt; not answered yet)"))
         if self.earned is None:
-            return "not run"
+            return _("not run")
         return f"{self.earned:g} / {self.points:g}"
 
 
@@ -117,14 +120,14 @@ class CheckReport:
         return all(q.passed for q in self.questions if q.kind == "auto")
 
     def totals(self) -> str:
-        text = f"visible tests: {self.earned:g} / {self.possible:g}"
+        text = _(f"visible tests: {self.earned:g} / {self.possible:g}")
         if self.by_hand:
-            text += f"  (+ {self.by_hand:g} point(s) graded by hand)"
+            text += "  " + _(f"(+ {self.by_hand:g} point(s) graded by hand)")
         return text
 
     def __str__(self) -> str:
         width = max([len(q.grade_id) for q in self.questions] + [20])
-        lines = [f"{self.notebook.name}: {len(self.questions)} graded question(s)"]
+        lines = [_(f"{self.notebook.name}: {len(self.questions)} graded question(s)")]
         for q in self.questions:
             row = f"  {q.grade_id:<{width}}  {q.score_text()}"
             if q.first_line:
@@ -132,12 +135,13 @@ class CheckReport:
             lines.append(row)
             lines += [f"  {'':<{width}}    {step[:MAX_LINE]}" for step in (q.next_steps if q.passed is False else [])]
             if q.hidden is not None:
-                lines.append(f"  {'':<{width}}  with hidden tests: {q.hidden}"
-                             + (f"   {q.hidden_message.splitlines()[0]}" if q.hidden_message.strip() else ""))
+                lines.append(f"  {'':<{width}}  " + _(f"with hidden tests: {q.hidden}")
+                             + (f"   {translate_message(q.hidden_message).splitlines()[0]}"
+                                if q.hidden_message.strip() else ""))
         lines.append(self.totals())
         if self.hidden_total:
             lines.append(self.hidden_total)
-        lines += [f"note: {n}" for n in self.notes]
+        lines += [translate_message(N_(f"note: {n}")) for n in self.notes]
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -148,13 +152,14 @@ class CheckReport:
     def _repr_html_(self) -> str:
         e = html.escape
         hidden = any(q.hidden is not None for q in self.questions)
-        head = "<tr><th style='text-align:left'>question</th><th>visible tests</th>" + \
-               ("<th>with hidden tests</th>" if hidden else "") + "<th style='text-align:left'>first failure</th></tr>"
+        head = (f"<tr><th style='text-align:left'>{e(_('question'))}</th><th>{e(_('visible tests'))}</th>"
+                + (f"<th>{e(_('with hidden tests'))}</th>" if hidden else "")
+                + f"<th style='text-align:left'>{e(_('first failure'))}</th></tr>")
         rows = []
         for q in self.questions:
             colour = {True: "#1a7f37", False: "#cf222e"}.get(q.passed, "#57606a")
-            msg = e(q.first_line or (q.hidden_message.strip().splitlines() or [""])[0])
-            more = q.message.strip() or q.hidden_message.strip()
+            msg = e(q.first_line or (translate_message(q.hidden_message.strip()).splitlines() or [""])[0])
+            more = translate_message(q.message.strip() or q.hidden_message.strip())
             if more and "\n" in more:
                 msg = f"<details><summary>{msg}</summary><pre style='margin:0'>{e(more)}</pre></details>"
             rows.append(f"<tr><td style='text-align:left'><code>{e(q.grade_id)}</code></td>"
@@ -162,7 +167,7 @@ class CheckReport:
                         + (f"<td>{e(q.hidden or '')}</td>" if hidden else "")
                         + f"<td style='text-align:left'>{msg}</td></tr>")
         foot = f"<p><b>{e(self.totals())}</b>" + (f"<br><b>{e(self.hidden_total)}</b>" if self.hidden_total else "") + \
-               "".join(f"<br>note: {e(n)}" for n in self.notes) + "</p>"
+               "".join(f"<br>{e(translate_message(N_(f'note: {n}')))}" for n in self.notes) + "</p>"
         return (f"<div><p><code>{e(self.notebook.name)}</code></p>"
                 f"<table>{head}{''.join(rows)}</table>{foot}</div>")
 
@@ -202,8 +207,8 @@ def find_notebook(notebook: str | os.PathLike | None = None) -> Path:
         path = Path(notebook).expanduser()
         path = path if path.is_absolute() else cwd / path
         if not path.is_file():
-            raise NotebookNotFound(f"no notebook file {path}: pass notebook=\"...\" with the path of your "
-                                   f"notebook (from {cwd}, the folder this kernel runs in)")
+            raise NotebookNotFound(_(f"no notebook file {path}: pass notebook=\"...\" with the path of your "
+                                     f"notebook (from {cwd}, the folder this kernel runs in)"))
         return path
     named = os.environ.get("JPY_SESSION_NAME", "")
     if named:
@@ -211,10 +216,10 @@ def find_notebook(notebook: str | os.PathLike | None = None) -> Path:
         for candidate in ([path] if path.is_absolute() else [cwd / path, cwd / path.name]):
             if candidate.is_file() and candidate.suffix == ".ipynb":
                 return candidate
-        raise NotebookNotFound(f"the notebook this kernel was started for, {named}, is not there (renamed or "
-                               f"moved since?): pass notebook=\"{path.name}\" (its path from {cwd})")
-    raise NotebookNotFound("check() cannot tell which notebook this is (Jupyter did not say): pass "
-                           f"notebook=\"your_notebook.ipynb\" (its path from {cwd}, the folder this kernel runs in)")
+        raise NotebookNotFound(_(f"the notebook this kernel was started for, {named}, is not there (renamed or "
+                                 f"moved since?): pass notebook=\"{path.name}\" (its path from {cwd})"))
+    raise NotebookNotFound(_("check() cannot tell which notebook this is (Jupyter did not say): pass "
+                             f"notebook=\"your_notebook.ipynb\" (its path from {cwd}, the folder this kernel runs in)"))
 
 
 def _nbmeta(cell: dict) -> dict:
@@ -354,12 +359,12 @@ class _Places:
 def _not_defined_message(name: str, places: "_Places | None", before: int) -> str:
     where = places.where(name, before) if places is not None else None
     if where is None:
-        return (f"`{name}` is not defined: no cell of this notebook defines it; run the notebook from the "
-                "top (Run > Run All Cells), then call check() again\n"
-                f"  try next : if you renamed or deleted the cell that defined `{name}`, put it back")
-    return (f"`{name}` is not defined yet: run the cell that defines it ({where}) and the cells above it, "
-            "then call check() again\n"
-            "  try next : select the cell where you call check() and use Run > Run All Above Selected Cell")
+        return N_(f"`{name}` is not defined: no cell of this notebook defines it; run the notebook from the "
+                  "top (Run > Run All Cells), then call check() again\n"
+                  f"  try next : if you renamed or deleted the cell that defined `{name}`, put it back")
+    return N_(f"`{name}` is not defined yet: run the cell that defines it ({where}) and the cells above it, "
+              "then call check() again\n"
+              "  try next : select the cell where you call check() and use Run > Run All Above Selected Cell")
 
 
 def _not_implemented_message(err: BaseException, places: "_Places | None", before: int) -> str:
@@ -377,8 +382,8 @@ def _not_implemented_message(err: BaseException, places: "_Places | None", befor
     where = places.where(function.split(".")[0], before) if places is not None and function and stub else None
     if where is None:   # raised by a library (an op PyTorch lacks for a device...), not a stub of this notebook
         return _message(err)
-    return (f"{function} is not implemented yet: replace `raise NotImplementedError` in its cell ({where}), "
-            "run that cell, then call check() again")
+    return N_(f"{function} is not implemented yet: replace `raise NotImplementedError` in its cell ({where}), "
+              "run that cell, then call check() again")
 
 
 def _select(cells: list[_Cell], question: str | None) -> list[_Cell]:
@@ -390,7 +395,7 @@ def _select(cells: list[_Cell], question: str | None) -> list[_Cell]:
         if chosen:
             return chosen[:1]
     known = ", ".join(c.grade_id for c in cells) or "none"
-    raise ValueError(f"no question {question!r} in this notebook; its graded cells: {known}")
+    raise ValueError(_(f"no question {question!r} in this notebook; its graded cells: {known}"))
 
 
 # --------------------------------------------------------------------------- running one test cell
@@ -443,8 +448,8 @@ def _state_kept():
 
 def _message(err: BaseException) -> str:
     if isinstance(err, SystemExit):
-        return (f"SystemExit: {err.code!r}: the code called exit() or sys.exit(), which ends the cell "
-                "with an error (nbgrader gives the cell 0)")
+        return N_(f"SystemExit: {err.code!r}: the code called exit() or sys.exit(), which ends the cell "
+                  "with an error (nbgrader gives the cell 0)")
     text = str(err).strip()
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
@@ -477,7 +482,7 @@ def _run_cell(cell: _Cell, ns: dict, shell, places: "_Places | None" = None) -> 
                 value = eval(compile(ast.Expression(last.value), f"<test cell {cell.grade_id}>", "eval"), ns)
                 shown = value is not None and not source.rstrip().endswith(";")
         except KeyboardInterrupt:
-            res.message = "KeyboardInterrupt: interrupted (the kernel's stop button, or the code raised it)"
+            res.message = N_("KeyboardInterrupt: interrupted (the kernel's stop button, or the code raised it)")
         except NameError as e:  # the cells above were not run (yet): say which to run
             name = getattr(e, "name", None) or (re.findall(r"name '(\w+)' is not defined", str(e)) or [""])[0]
             res.message = _not_defined_message(name, places, cell.index) if name else _message(e)
@@ -493,7 +498,7 @@ def _run_cell(cell: _Cell, ns: dict, shell, places: "_Places | None" = None) -> 
     elif stderr.strip() and not WARNING_LINE.search(stderr):
         res.earned = 0.0
         first = stderr.strip().splitlines()[0]
-        res.message = f"the test cell wrote to stderr (nbgrader gives such a cell 0): {first}"
+        res.message = N_(f"the test cell wrote to stderr (nbgrader gives such a cell 0): {first}")
     else:
         res.earned = _partial(value, cell.points) if shown else cell.points
     return res
@@ -560,18 +565,18 @@ def _run_hidden(report: CheckReport, path: Path) -> None:
     from .cli import REPO, instructor_available
 
     if not instructor_available():
-        report.notes.append("the hidden tests run only where the course's grader is (a clone of the repository, "
-                            "with instructor/): this is a student install, so only the visible tests ran")
+        report.notes.append(N_("the hidden tests run only where the course's grader is (a clone of the repository, "
+                               "with instructor/): this is a student install, so only the visible tests ran"))
         return
     age = time.time() - path.stat().st_mtime
-    print(f"hidden tests: grading the notebook file as saved {age:.0f} s ago ({path.name}), not what the kernel "
-          "holds: save it first (Ctrl+S) for your latest changes", flush=True)
+    print(_(f"hidden tests: grading the notebook file as saved {age:.0f} s ago ({path.name}), not what the kernel "
+            "holds: save it first (Ctrl+S) for your latest changes"), flush=True)
     with tempfile.TemporaryDirectory(prefix="check-") as tmp:
         result_file = Path(tmp) / "selfgrade.json"
         env = dict(os.environ, COURSE_SELFGRADE_JSON=str(result_file), PYTHONUNBUFFERED="1")
         env.pop("JPY_SESSION_NAME", None)
         env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-        ticker = _Ticker("grading with the hidden tests (python -m autograder selfgrade)")
+        ticker = _Ticker(_("grading with the hidden tests (python -m autograder selfgrade)"))
         proc = subprocess.Popen(_selfgrade_command(path), cwd=str(REPO), env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
                                 start_new_session=True)
@@ -590,22 +595,22 @@ def _run_hidden(report: CheckReport, path: Path) -> None:
             data = None
     if not data:
         tail = "\n".join(log.strip().splitlines()[-8:])
-        report.notes.append(f"the grader did not finish (exit status {proc.returncode}):\n{tail}")
+        report.notes.append(N_(f"the grader did not finish (exit status {proc.returncode}):") + f"\n{tail}")
         return
-    report.notes.append(f"the grader graded {path.name} as {data.get('assignment', '?')} "
-                        f"({data.get('recognised', '')}), hidden tests included")
+    report.notes.append(N_(f"the grader graded {path.name} as {data.get('assignment', '?')} "
+                           f"({data.get('recognised', '')}), hidden tests included"))
     by_id = {q["grade_id"]: q for q in data.get("questions", [])}
     for q in report.questions:
         h = by_id.get(q.grade_id)
         if h is None:
             continue
         if h.get("score") is None:
-            q.hidden = "pending (graded by hand)"
+            q.hidden = N_("pending (graded by hand)")
         else:
             q.hidden = f"{h['score']:g} / {h['max_score']:g}"
         q.hidden_message = h.get("message", "")
-    report.hidden_total = (f"with hidden tests (the saved file): {data['auto_score']:g} / {data['auto_max']:g}"
-                           + (f"  (+ {data['manual_pending']:g} point(s) graded by hand)"
+    report.hidden_total = (_(f"with hidden tests (the saved file): {data['auto_score']:g} / {data['auto_max']:g}")
+                           + (_(f"  (+ {data['manual_pending']:g} point(s) graded by hand)")
                               if data.get("manual_pending") else ""))
     report.notes += [f"grader: {n}" for n in data.get("notes", [])]
 
@@ -625,13 +630,13 @@ def check(question: str | None = None, *, notebook: str | os.PathLike | None = N
     """
     t0 = time.perf_counter()
     if _being_graded():
-        print("(autograder.check() does nothing while the notebook is being graded)")
-        return CheckReport(Path(str(notebook or "notebook")), notes=["not run: the notebook is being graded"])
+        print(_("(autograder.check() does nothing while the notebook is being graded)"))
+        return CheckReport(Path(str(notebook or "notebook")), notes=[N_("not run: the notebook is being graded")])
     path = find_notebook(notebook)
     try:
         nb = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise NotebookNotFound(f"{path} cannot be read as a notebook ({err})") from None
+        raise NotebookNotFound(_(f"{path} cannot be read as a notebook ({err})")) from None
     cells = _select(graded_cells(nb), question)
     places = _Places(nb)
     shell = _shell()
@@ -645,22 +650,23 @@ def check(question: str | None = None, *, notebook: str | os.PathLike | None = N
             report.questions.append(QuestionResult(cell.grade_id, cell.points, None, "manual", answered=cell.answered))
             continue
         if stopped:
-            report.questions.append(QuestionResult(cell.grade_id, cell.points, None, message="not run (interrupted)"))
+            report.questions.append(QuestionResult(cell.grade_id, cell.points, None,
+                                                   message=N_("not run (interrupted)")))
             continue
         res = _run_cell(cell, ns, shell, places)
         stopped = res.message.startswith("KeyboardInterrupt")
         report.questions.append(res)
     if not cells:
-        report.notes.append("this notebook has no graded cells (is it a course notebook?)")
+        report.notes.append(N_("this notebook has no graded cells (is it a course notebook?)"))
     if any("is not defined yet: run the cell" in q.message for q in report.questions):
-        report.notes.append("check() runs the tests on what this kernel holds now: run the notebook's cells "
-                            "first (select the cell where you call check(), then Run > Run All Above Selected Cell)")
+        report.notes.append(N_("check() runs the tests on what this kernel holds now: run the notebook's cells "
+                               "first (select the cell where you call check(), then Run > Run All Above Selected Cell)"))
     if hidden:
         _run_hidden(report, path)
     else:
-        report.notes.append(HIDDEN_NOTE + " (check(hidden=True) grades the saved notebook with them)")
+        report.notes.append(N_(HIDDEN_NOTE + " (check(hidden=True) grades the saved notebook with them)"))
     if any(q.kind == "manual" for q in report.questions):
-        report.notes.append("written answers are graded by hand, after you hand in: not counted here")
+        report.notes.append(N_("written answers are graded by hand, after you hand in: not counted here"))
     report.seconds = time.perf_counter() - t0
     if show:
         _publish(report)

@@ -70,7 +70,10 @@ def fail(what: str, *, expected: Any = None, got: Any = None, inputs: Any = None
         lines.append(f"  try next : {hint}")
     if detail:
         lines += ["  " + line for line in _brief(detail)]
-    raise CheckFailed("\n".join(lines))
+    from .i18n import language, translate_message   # the Chinese edition: the same message, in Chinese
+
+    message = "\n".join(lines)
+    raise CheckFailed(message if language() == "en" else translate_message(message))
 
 
 def check_true(condition: bool, what: str, hint: str = "", **kw) -> None:

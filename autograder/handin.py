@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .check import NotebookNotFound, find_notebook
+from .i18n import _
 
 __all__ = ["export", "HandinReport", "HandinRefused", "NotebookNotFound"]
 
@@ -48,15 +49,15 @@ class HandinReport:
     failed: list[str] = field(default_factory=list)      # tasks whose test cells fail (or are not answered yet)
 
     def __str__(self) -> str:
-        lines = [f"hand-in written: {self.zip_path}",
-                 f"  holds {self.notebook.name} as {self.graded_name}; upload this zip to your course's LMS"]
+        lines = [_(f"hand-in written: {self.zip_path}"),
+                 _(f"  holds {self.notebook.name} as {self.graded_name}; upload this zip to your course's LMS")]
         if not self.validated:
-            lines.append("  not validated (validate=False): the grader will run it anyway")
+            lines.append(_("  not validated (validate=False): the grader will run it anyway"))
         elif self.failed:
-            lines.append(f"  still open ({len(self.failed)}): " + ", ".join(self.failed)
-                         + " — you may hand in partial work, or fix these and export again")
+            lines.append(_(f"  still open ({len(self.failed)}): {', '.join(self.failed)}"
+                           " — you may hand in partial work, or fix these and export again"))
         else:
-            lines.append("  every visible test passes (the hidden ones run when it is graded)")
+            lines.append(_("  every visible test passes (the hidden ones run when it is graded)"))
         return "\n".join(lines)
 
     def _repr_pretty_(self, p, cycle) -> None:
@@ -89,13 +90,13 @@ def _structure(path: Path) -> dict:
     try:
         nb = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise HandinRefused(f"{path}: not a readable notebook ({err}); save it from Jupyter (Ctrl+S) and "
-                            "export again") from None
+        raise HandinRefused(_(f"{path}: not a readable notebook ({err}); save it from Jupyter (Ctrl+S) and "
+                              "export again")) from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        raise HandinRefused(f"{path}: not a Jupyter notebook (no list of cells)")
+        raise HandinRefused(_(f"{path}: not a Jupyter notebook (no list of cells)"))
     if not _graded_cells(nb):
-        raise HandinRefused(f"{path}: this notebook has no graded cells: is it a course assignment? Open the "
-                            "assignment's notebook (in workspace/) and export from there")
+        raise HandinRefused(_(f"{path}: this notebook has no graded cells: is it a course assignment? Open the "
+                              "assignment's notebook (in workspace/) and export from there"))
     return nb
 
 
@@ -108,11 +109,11 @@ def _validate(path: Path, nb: dict) -> tuple[list[str], list[str]]:
     res = v.validate(str(path))
     stop = []
     for c in res.get("type_changed", []):
-        stop.append(f"a graded cell changed type ({c.get('old_type')} -> {c.get('new_type')}): "
-                    f"{c.get('source', '')[:60]!r}")
+        stop.append(_(f"a graded cell changed type ({c.get('old_type')} -> {c.get('new_type')}): "
+                      f"{c.get('source', '')[:60]!r}"))
     for c in res.get("changed", []):
-        stop.append(f"a locked test cell was edited: {c.get('source', '')[:60]!r} (undo the edit: Edit > Undo, or "
-                    "copy the cell back from a fresh copy of the assignment)")
+        stop.append(_(f"a locked test cell was edited: {c.get('source', '')[:60]!r} (undo the edit: Edit > Undo, or "
+                      "copy the cell back from a fresh copy of the assignment)"))
     return stop, [task_name(c.get("source", ""), nb) for c in res.get("failed", [])]
 
 
@@ -137,13 +138,13 @@ def export(notebook: str | None = None, *, validate: bool = True, out: str | Non
     if release.is_file():   # a clone or Binder: the released notebook says which graded cells must be there
         missing = sorted(set(_graded_cells(json.loads(release.read_text(encoding="utf-8")))) - set(_graded_cells(nb)))
         if missing:
-            raise HandinRefused(f"{path}: graded cells were deleted: {', '.join(missing)}. Copy them back from a "
-                                "fresh copy of the assignment, then export again")
+            raise HandinRefused(_(f"{path}: graded cells were deleted: {', '.join(missing)}. Copy them back from a "
+                                  "fresh copy of the assignment, then export again"))
     failed: list[str] = []
     if validate:
         stop, failed = _validate(path, nb)
         if stop:
-            raise HandinRefused(f"{path}: the grader could not score this notebook: " + "; ".join(stop))
+            raise HandinRefused(_(f"{path}: the grader could not score this notebook: {'; '.join(stop)}"))
     target = Path(out) if out else path.with_name(f"{path.stem}-handin.zip")
     n = 2
     while target.exists():

@@ -41,8 +41,14 @@ LABELS = {
     "try next": ("  try next : ", "  下一步：", "下一步"),
     "detail": ("  detail   : ", "  详情\u3000：", "详情"),
 }
-#: labels whose values are the course's texts (translated); the others are values a program made (verbatim)
+#: an error's type before its message: "CheckFailed: ...", "HandinRefused: ..."
+_ERROR_PREFIX = re.compile(r"^(\w+(?:Error|Failed|Refused|NotFound): )(.+)$", re.S)
+#: labels whose values are the course's texts; the others are mostly values a program made (PyTorch's
+#: messages, the student's values: verbatim), so only templates with this many letters of their own match them
 _TRANSLATED_LABELS = ("for input", "expected", "try next")
+_VALUE_LITERAL = 6
+#: a space the English layout put between a field and a word, between two Chinese characters once filled
+_CJK_SPACE = re.compile(r"(?<=[\u4e00-\u9fff]) (?=[\u4e00-\u9fff])")
 
 
 def label_lines(lang: str = "zh_CN") -> tuple[str, ...]:
@@ -272,7 +278,7 @@ def catalogue(lang: str) -> Catalogue:
 
 # --------------------------------------------------------------------------- translating
 
-def translate(text: str, lang: str | None = None, cat: Catalogue | None = None, *, templates: bool = True) -> str:
+def translate(text: str, lang: str | None = None, cat: Catalogue | None = None, *, min_literal: int = 0) -> str:
     """``text`` in ``lang`` (default: :func:`language`): exactly, else by template; unchanged when unknown."""
     lang = lang or language()
     if (lang == "en" and cat is None) or not isinstance(text, str) or not text:
@@ -284,10 +290,10 @@ def translate(text: str, lang: str | None = None, cat: Catalogue | None = None, 
     stripped = text.strip()
     if stripped != text and stripped in cat.exact:
         return text[:len(text) - len(text.lstrip())] + cat.exact[stripped] + text[len(text.rstrip()):]
-    if not templates:
-        return text
     lead, trail = text[:len(text) - len(text.lstrip())], text[len(text.rstrip()):]
     for tpl in cat.templates:
+        if tpl.literal < min_literal:
+            break   # sorted by their letters: the rest have fewer
         m = tpl.regex.fullmatch(stripped)
         if m is None:
             continue
@@ -295,7 +301,7 @@ def translate(text: str, lang: str | None = None, cat: Catalogue | None = None, 
         out = []
         for is_field, part in _split_template(tpl.msgstr):
             out.append(values.get(part, part) if is_field else part)
-        return lead + "".join(out) + trail
+        return lead + _CJK_SPACE.sub("", "".join(out)) + trail
     return text
 
 
@@ -321,13 +327,13 @@ def translate_message(message: str, lang: str | None = None, cat: Catalogue | No
         for key, (english, chinese, _short) in LABELS.items():
             if line.startswith(english):
                 value = line[len(english):]
-                value = (translate(value, lang, cat) if key in _TRANSLATED_LABELS
-                         else translate(value, lang, cat, templates=False))
+                value = translate(value, lang, cat, min_literal=0 if key in _TRANSLATED_LABELS else _VALUE_LITERAL)
                 out.append(chinese + value)
                 break
-        else:
-            if k == 0:
-                out.append(translate(line, lang, cat))
-            else:   # a detail line (PyTorch's text, verbatim) or one of the course's own notes
-                out.append(translate(line, lang, cat))
+        else:   # the first line (what failed), a detail line (PyTorch's, verbatim) or one of the course's notes
+            shown = translate(line, lang, cat)
+            named = _ERROR_PREFIX.match(line) if shown == line and k == 0 else None
+            if named:   # "CheckFailed: <the course's text>" as a test cell's error shows it
+                shown = named.group(1) + translate(named.group(2), lang, cat)
+            out.append(shown)
     return "\n".join(out)

@@ -18,6 +18,8 @@ import warnings
 import numpy as np
 import torch
 
+from .i18n import _
+
 __all__ = [
     "course_device",
     "seed_everything",
@@ -71,11 +73,11 @@ def test_configs(device: torch.device | None = None) -> list[tuple[torch.device,
 
 def describe_environment(device: torch.device | None = None) -> str:
     device = device or course_device()
-    why = ("a CUDA GPU is available" if device.type == "cuda"
-           else "no CUDA GPU is visible to PyTorch, so the course runs on the CPU")
+    why = (_("a CUDA GPU is available") if device.type == "cuda"
+           else _("no CUDA GPU is visible to PyTorch, so the course runs on the CPU"))
     name = f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""
-    return (f"Python {sys.version.split()[0]}, torch {torch.__version__}; "
-            f"course device: {device}{name} because {why}.")
+    return _(f"Python {sys.version.split()[0]}, torch {torch.__version__}; "
+             f"course device: {device}{name} because {why}.")
 
 
 def setup_notebook(seed: int = 0, verbose: bool = True) -> torch.device:

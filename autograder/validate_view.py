@@ -24,7 +24,9 @@ def shown_source(source: str, nb: dict) -> str:
     """The one line Validate shows for a test cell: which task it tests."""
     from .handin import task_name
 
-    return f"# the test of {task_name(source, nb)} (its code is in the notebook, under your answer)"
+    from .i18n import _
+
+    return _(f"# the test of {task_name(source, nb)} (its code is in the notebook, under your answer)")
 
 
 def reshape(result: dict, nb: dict) -> dict:

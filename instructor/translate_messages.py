@@ -148,7 +148,7 @@ def _part(node: ast.AST, constants: dict[str, str]) -> tuple[str, bool] | None:
     return None
 
 
-def pieces(text: str, template: bool) -> list[tuple[str, bool]]:
+def pieces(text: str, template: bool, marked: bool = False) -> list[tuple[str, bool]]:
     """A message cut into the pieces that are translated one by one (its lines, without layout labels)."""
     out = []
     for line in text.split("\n"):
@@ -157,7 +157,7 @@ def pieces(text: str, template: bool) -> list[tuple[str, bool]]:
             line = re.sub(r"^\{where\}|\{where\}$", "", line).strip()
         words = re.sub(r"\{[^{}]*\}", "", line) if template else line
         # words, not code ("decode(p, ...)"): two words, or a word beside a field ("{name} raised {kind}")
-        if re.search(r"[A-Za-z]{2,} [A-Za-z]{2,}", words) or (template and re.search(r"(^|\s)[A-Za-z]{3,}(\s|$)", words)
+        if (marked and re.search(r"[A-Za-z]{2,}", words)) or re.search(r"[A-Za-z]{2,} [A-Za-z]{2,}", words) or (template and re.search(r"(^|\s)[A-Za-z]{3,}(\s|$)", words)
                                                               and words.strip() != line.strip()):
             has_field = template and bool(re.search(r"(?<!\{)\{(?!\{)", line))
             out.append((line if has_field else (line.replace("{{", "{").replace("}}", "}") if template else line),
@@ -169,7 +169,10 @@ def _constants(tree: ast.Module) -> dict[str, str]:
     out = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            found = _texts(node.value, {})
+            value = node.value
+            if isinstance(value, ast.Call) and _call_name(value) in MARKERS and len(value.args) == 1:
+                value = value.args[0]
+            found = _texts(value, {})
             if len(found) == 1 and not found[0][1]:
                 out[node.targets[0].id] = found[0][0]
     return out
@@ -196,10 +199,13 @@ def messages_in_source(source: str, filename: str, whole: set[str] = frozenset()
     tree = ast.parse(source, filename=filename)
     constants = _constants(tree)
     found: list[tuple[ast.AST, int]] = []
+    marked: set[int] = set()   # the expressions marked with _() / N_() / translate(): every one is a message
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and _call_name(node) in CHECK_FUNCTIONS | MARKERS:
             found += [(a, node.lineno) for a in node.args]
             found += [(k.value, node.lineno) for k in node.keywords if k.arg not in NOT_TEXT]
+            if _call_name(node) in MARKERS:
+                marked.update(id(a) for a in node.args)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if node.value is not None and any(isinstance(t, ast.Name) and MESSAGE_NAME.search(t.id) for t in targets):
@@ -213,7 +219,7 @@ def messages_in_source(source: str, filename: str, whole: set[str] = frozenset()
     out = []
     for expr, line in found:
         for text, template in _texts(expr, constants):
-            for piece, tpl in pieces(text, template):
+            for piece, tpl in pieces(text, template, id(expr) in marked):
                 out.append((piece, tpl, place or f"{filename}:{line}"))
     return out
 
