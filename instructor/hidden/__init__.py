@@ -166,6 +166,8 @@ def probe_source(check: Check) -> str:
 
 #: What the released stubs raise (nbgrader_config.py's code stub).
 STUB_MESSAGE = "Replace this line with your answer"
+#: The same stub in the Chinese edition (zh_CN/nbgrader_config.py's code stub).
+STUB_MESSAGE_ZH_CN = "把这一行换成你的答案"
 #: How PyTorch words the NotImplementedError it raises itself: an operation with no kernel for a device or
 #: dtype (``"addmm_impl_cpu_" not implemented for 'Half'``, ``Could not run 'aten::...' with arguments from
 #: the 'Meta' backend``), a meta tensor asked for data. Any other NotImplementedError is the student's own:
@@ -176,7 +178,7 @@ _TORCH_NOT_IMPLEMENTED = re.compile(r"not implemented for '|Could not run '|aten
 
 def is_stub_message(message: str) -> bool:
     """A NotImplementedError the student's code raised (the stub, a draft), not one PyTorch raised."""
-    return STUB_MESSAGE in message or not _TORCH_NOT_IMPLEMENTED.search(message)
+    return STUB_MESSAGE in message or STUB_MESSAGE_ZH_CN in message or not _TORCH_NOT_IMPLEMENTED.search(message)
 
 
 def _error_message(check: Check, case: dict, err: dict) -> str:

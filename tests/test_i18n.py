@@ -1,0 +1,483 @@
+"""The Chinese edition (issue #39): generated from the English notebooks and ``i18n/zh_CN/*.po``, never stale,
+the same course where it must be, every text translated, within its length budget.
+
+Each check is a function returning the problems it finds. The tests run it on the repository's committed
+edition (``zh_CN/``: must be clean) and on an edition built in a temporary folder from *fake* catalogues
+(every markdown text "中文 " + its English, every comment and string kept): clean too, and with a planted
+defect the check must name it — so no check passes by finding nothing to look at.
+"""
+from __future__ import annotations
+
+import filecmp
+import json
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import polib
+import pytest
+
+from instructor import edition, translate
+from instructor.hidden import STUB_MESSAGE_ZH_CN, is_stub_message
+from instructor.layout import REPO, assignments, is_test_cell, nbgrader_meta
+
+LANG = "zh_CN"
+ZH = REPO / LANG
+BUILD_HINT = "run `python -m autograder release --lang zh_CN` (COURSE_LANG=zh_CN make release) and commit zh_CN/"
+CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")
+HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+README_BUDGET = re.compile(r"不超过 \*\*([\d,]+) 个汉字\*\*")
+
+
+# --------------------------------------------------------------------------- a fake edition, built for real
+
+def _copy_course(dest: Path) -> Path:
+    """What building an edition reads: the English notebooks, the catalogues, the setting, zh_CN's config."""
+    for d in ("source", "notebooks", "i18n"):
+        shutil.copytree(REPO / d, dest / d, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    shutil.copy2(REPO / "pyproject.toml", dest / "pyproject.toml")
+    (dest / LANG).mkdir(parents=True, exist_ok=True)
+    shutil.copy2(REPO / LANG / "nbgrader_config.py", dest / LANG / "nbgrader_config.py")
+    return dest
+
+
+def _fake_catalogues(root: Path) -> None:
+    """Every entry reviewed: markdown "中文 " + the English, comments and strings kept as they are."""
+    for path in translate.english_notebooks(root):
+        translate.update(LANG, root, [path])
+        po_path = translate.catalogue_path(path, LANG, root)
+        po = polib.pofile(str(po_path), wrapwidth=0)
+        for e in po:
+            e.msgstr = ("中文 " + e.msgid) if e.comment == translate.KIND_NOTE["markdown"] else e.msgid
+            e.flags = [f for f in e.flags if f != "fuzzy"]
+        po.save()
+
+
+@pytest.fixture(scope="module")
+def fake(tmp_path_factory) -> Path:
+    """A repository copy whose edition zh_CN/ was built and released from fake catalogues (seconds)."""
+    root = _copy_course(tmp_path_factory.mktemp("edition"))
+    _fake_catalogues(root)
+    edition.release_edition(LANG, root=root)
+    return root
+
+
+def _committed() -> Path:
+    missing = [p for p in (ZH / "source", ZH / "release", ZH / "notebooks") if not p.is_dir()]
+    assert not missing, f"the Chinese edition is not in the repository ({', '.join(map(str, missing))}): {BUILD_HINT}"
+    return REPO
+
+
+# --------------------------------------------------------------------------- (a) sync: a changed English text
+
+def test_a_changed_english_text_fails_the_check_and_the_build_names_it(fake, tmp_path):
+    root = _copy_course(tmp_path)
+    shutil.copytree(fake / "i18n", root / "i18n", dirs_exist_ok=True)
+    assert translate.check(LANG, root) == [], "control: the fake catalogues translate every unit"
+    path = root / "source" / "00_orientation" / "00_orientation.ipynb"
+    nb = json.loads(path.read_text())
+    us = translate.units(nb)
+    para = next(u for u in us if u.kind == "markdown" and len(u.text.split()) > 8)
+    comment = next(u for u in us if u.kind == "comment")
+    for u, new in sorted([(para, para.text + " This sentence is new."), (comment, comment.text + " and more")],
+                         key=lambda x: (x[0].cell, x[0].start), reverse=True):
+        src = "".join(nb["cells"][u.cell]["source"])
+        assert src[u.start:u.end] == u.text
+        nb["cells"][u.cell]["source"] = (src[:u.start] + new + src[u.end:]).splitlines(keepends=True)
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+    problems = "\n".join(translate.check(LANG, root))
+    for text in ("This sentence is new.", comment.text + " and more"):
+        assert text[:60] in problems or text[-60:] in problems, problems
+    assert problems.count("source/00_orientation/00_orientation.ipynb") == 2, problems
+    assert "01_version_counter" not in problems, "only the changed notebook is named"
+
+    (root / LANG / "source").mkdir(parents=True, exist_ok=True)
+    with pytest.raises(translate.Untranslated) as err:
+        edition.build_edition(LANG, root)
+    assert "This sentence is new." in str(err.value) and "00_orientation.ipynb" in str(err.value)
+    assert not list((root / LANG / "source").rglob("*.ipynb")), "a refused build wrote notebooks (a fallback)"
+
+
+# --------------------------------------------------------------------------- (b) the glossary
+
+def glossary() -> list[tuple[str, str, list[str]]]:
+    """(english, chinese, forbidden variants) from i18n/glossary.tsv; a malformed line is an error naming it."""
+    rows = []
+    path = REPO / "i18n" / "glossary.tsv"
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        cols = line.split("\t")
+        assert len(cols) in (2, 3) and cols[0].strip() and cols[1].strip(), \
+            f"{path}:{n}: expected english<TAB>chinese[<TAB>forbidden,...], got {line!r}"
+        rows.append((cols[0].strip(), cols[1].strip(),
+                     [v.strip() for v in (cols[2] if len(cols) == 3 else "").split(",") if v.strip()]))
+    return rows
+
+
+_CODE_SPAN = re.compile(r"``.+?``|`[^`\n]+`|\]\([^)\s]*\)|https?://\S+|\$[^$\n]+\$|<[^>\n]+>")
+
+
+def _english_term(term: str) -> re.Pattern:
+    """The term as a word (its plural too), case-insensitive."""
+    return re.compile(r"(?<![A-Za-z0-9_])" + re.escape(term) + r"(?:s|es)?(?![A-Za-z0-9_])", re.I)
+
+
+def glossary_problems(po: polib.POFile, name: str, terms=None) -> list[str]:
+    """Entries that use a forbidden variant, or say an English term (outside code) without the course's
+    Chinese term and without keeping the English word."""
+    out = []
+    for e in po:
+        if e.obsolete or not e.msgstr:
+            continue
+        prose = _CODE_SPAN.sub(" ", e.msgid)
+        said = _CODE_SPAN.sub(" ", e.msgstr)
+        for en, zh, forbidden in terms or glossary():
+            bad = [v for v in forbidden if v in e.msgstr]
+            if bad:
+                out.append(f"{name}: {e.msgid[:70]!r}: uses {', '.join(bad)} (the glossary says {zh} for {en!r})")
+            if _english_term(en).search(prose) and zh not in e.msgstr and not _english_term(en).search(said):
+                out.append(f"{name}: {e.msgid[:70]!r}: says {en!r} but its translation has neither {zh} nor {en!r}")
+    return out
+
+
+def test_the_glossary_is_well_formed_and_names_the_course_terms():
+    terms = {en: (zh, bad) for en, zh, bad in glossary()}
+    for en in ("in-place operation", "version counter", "computational graph", "leaf tensor", "backpropagation"):
+        assert en in terms, f"i18n/glossary.tsv lacks {en!r}"
+    for en, (zh, bad) in terms.items():
+        assert HAN.search(zh), f"glossary: {en!r} -> {zh!r} is not Chinese"
+        assert zh not in bad, f"glossary: {en!r}: {zh} is both the term and a forbidden variant"
+
+
+def test_every_translation_follows_the_glossary():
+    problems = []
+    for po_path in sorted((REPO / "i18n" / LANG).glob("*.po")):
+        problems += glossary_problems(translate.load_catalogue(po_path), po_path.name)
+    assert not problems, f"{len(problems)} entries break i18n/glossary.tsv:\n" + "\n".join(problems[:60])
+
+
+def test_the_glossary_check_fails_on_planted_bad_entries():
+    po = polib.POFile()
+    po.append(polib.POEntry(msgid="The version counter of a leaf tensor.", msgstr="叶子张量的版本计数器。"))
+    po.append(polib.POEntry(msgid="Keep `tensor.grad` and the gradient.", msgstr="保留 `tensor.grad` 和 gradient。"))
+    po.append(polib.POEntry(msgid="An in-place operation bumps it.", msgstr="就地操作会让它加一。"))
+    po.append(polib.POEntry(msgid="Walk the computational graph.", msgstr="沿着运算图走。"))
+    po.append(polib.POEntry(msgid="`x.view(2, 3)` shares storage.", msgstr="`x.view(2, 3)` 共享存储。"))
+    problems = glossary_problems(po, "planted.po")
+    assert not [p for p in problems if "leaf tensor" in p or "gradient" in p or "view" in p], problems
+    assert any("就地操作" in p for p in problems), problems        # a forbidden variant
+    assert any("'computational graph'" in p and "neither" in p for p in problems), problems   # the term missing
+    assert any("运算图" in p for p in problems), problems
+
+
+# --------------------------------------------------------------------------- (c) the same course where it must be
+
+def _skeleton(src: str) -> str:
+    """A code cell without what a reader reads: each comment's text and each docstring / print() string
+    replaced by a marker; every other character kept."""
+    import ast
+    import io
+    import tokenize
+
+    parsed = translate._python_for_parsing(src)
+    starts = translate._offsets(parsed)
+    spans = []
+    for tok in tokenize.generate_tokens(io.StringIO(parsed).readline):
+        if tok.type == tokenize.COMMENT:
+            a = starts[tok.start[0] - 1] + tok.start[1]
+            spans.append((a, a + len(tok.string), "#"))
+    for node in ast.walk(ast.parse(parsed)):
+        strings = []
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            strings = [a for a in node.args if isinstance(a, (ast.Constant, ast.JoinedStr))]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body \
+                and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant):
+            strings = [node.body[0].value]
+        for s in strings:
+            a = starts[s.lineno - 1] + translate._col(parsed, starts, s.lineno, s.col_offset)
+            b = starts[s.end_lineno - 1] + translate._col(parsed, starts, s.end_lineno, s.end_col_offset)
+            spans.append((a, b, "''"))
+    for a, b, mark in sorted(spans, reverse=True):
+        src = src[:a] + mark + src[b:]
+    return src
+
+
+_NBGRADER_KEYS = ("grade_id", "points", "grade", "solution", "locked", "task", "schema_version")
+
+
+def edition_differences(english: Path, translated: Path) -> list[str]:
+    """How the edition's notebooks differ from the English ones where they must not: cells (count, order,
+    type, id), nbgrader metadata, the program of every code cell, graded test cells outside their comments."""
+    out = []
+    pairs = []
+    for a in assignments(english):
+        for kind in ("source", "release"):
+            pairs.append((english / kind / a / f"{a}.ipynb", translated / kind / a / f"{a}.ipynb"))
+    pairs += [(p, translated / "notebooks" / p.name) for p in sorted((english / "notebooks").glob("*.ipynb"))]
+    for en_path, zh_path in pairs:
+        where = zh_path.relative_to(translated.parent)
+        if not zh_path.is_file():
+            out.append(f"{where}: missing")
+            continue
+        en, zh = nbformat.read(en_path, as_version=4), nbformat.read(zh_path, as_version=4)
+        shape = lambda nb: [(c.cell_type, c.get("id")) for c in nb.cells]  # noqa: E731
+        if shape(en) != shape(zh):
+            out.append(f"{where}: its cells (type, id, order) are not the English notebook's")
+            continue
+        if edition.notebook_language(zh) != LANG:
+            out.append(f"{where}: metadata.course.language is not {LANG}")
+        for n, (ce, cz) in enumerate(zip(en.cells, zh.cells)):
+            me, mz = nbgrader_meta(ce), nbgrader_meta(cz)
+            if {k: me.get(k) for k in _NBGRADER_KEYS} != {k: mz.get(k) for k in _NBGRADER_KEYS}:
+                out.append(f"{where}: cell {n} ({me.get('grade_id') or ce.get('id')}): nbgrader metadata differs: "
+                           f"{ {k: me.get(k) for k in _NBGRADER_KEYS} } vs { {k: mz.get(k) for k in _NBGRADER_KEYS} }")
+            if ce.cell_type != "code":
+                continue
+            try:
+                translate.same_program(ce.source, cz.source, f"{where}: cell {n}")
+            except translate.BadTranslation as err:
+                out.append(str(err))
+                continue
+            if is_test_cell(ce) and _skeleton(ce.source) != _skeleton(cz.source):
+                out.append(f"{where}: test cell {me.get('grade_id')}: differs from the English outside its comments")
+    return out
+
+
+def test_the_chinese_edition_is_the_same_course():
+    root = _committed()
+    problems = edition_differences(root, root / LANG)
+    assert not problems, "\n".join(problems[:40])
+
+
+def test_the_sameness_check_passes_a_faithful_build_and_names_each_planted_difference(fake, tmp_path):
+    assert edition_differences(REPO, fake / LANG) == [], "control: a build from fake catalogues is the same course"
+    bad = tmp_path / LANG
+    shutil.copytree(fake / LANG, bad)
+    rel = bad / "release" / "01_version_counter" / "01_version_counter.ipynb"
+    nb = nbformat.read(rel, as_version=4)
+    tests = [c for c in nb.cells if is_test_cell(c)]
+    tests[0].source = tests[0].source.replace("assert", "assert  ", 1)      # a test cell changed outside comments
+    code = next(c for c in nb.cells if c.cell_type == "code" and not is_test_cell(c))
+    code.source += "\nplanted = 1"                                         # the program changed
+    tests[1].metadata["nbgrader"]["points"] = 99                           # points changed
+    nbformat.write(nb, rel)
+    src = bad / "source" / "02_names_and_storage" / "02_names_and_storage.ipynb"
+    nb2 = nbformat.read(src, as_version=4)
+    nb2.cells.insert(1, nbformat.v4.new_markdown_cell("多出来的一段。"))   # an extra cell
+    nbformat.write(nb2, src)
+    problems = "\n".join(edition_differences(REPO, bad))
+    assert f"test cell {nbgrader_meta(tests[0])['grade_id']}: differs" in problems, problems
+    assert "points" in problems and "99" in problems, problems
+    assert "changed the code itself" in problems, problems
+    assert "02_names_and_storage.ipynb: its cells" in problems, problems
+
+
+# --------------------------------------------------------------------------- (d) never stale
+
+def _tree_differences(expected: Path, got: Path) -> list[str]:
+    cmp = filecmp.dircmp(expected, got, ignore=[".ipynb_checkpoints", "__pycache__"])
+
+    def walk(d, prefix=""):
+        found = [f"{prefix}{f}" for f in d.diff_files + d.left_only + d.right_only]
+        for name, sub in d.subdirs.items():
+            found += walk(sub, f"{prefix}{name}/")
+        return found
+    return walk(cmp)
+
+
+def stale_edition(committed_root: Path, tmp: Path) -> list[str]:
+    """What differs between the edition committed under ``committed_root/zh_CN`` and a fresh build of it
+    (translate build, Colab lines, nbgrader release) from ``committed_root``'s English notebooks and catalogues."""
+    root = _copy_course(tmp)
+    shutil.rmtree(root / "i18n")
+    shutil.copytree(committed_root / "i18n", root / "i18n")
+    for d in ("source", "notebooks"):
+        shutil.rmtree(root / d)
+        shutil.copytree(committed_root / d, root / d, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    edition.release_edition(LANG, root=root)
+    out = []
+    for d in ("source", "notebooks", "release"):
+        if not (committed_root / LANG / d).is_dir():
+            out.append(f"{LANG}/{d}/: missing")
+            continue
+        out += [f"{LANG}/{d}/{p}" for p in _tree_differences(committed_root / LANG / d, root / LANG / d)]
+    return out
+
+
+def test_the_committed_chinese_edition_is_what_the_catalogues_build(tmp_path):
+    changed = stale_edition(_committed(), tmp_path)
+    assert not changed, f"zh_CN/ differs from what the English notebooks and i18n/zh_CN build: {changed}; {BUILD_HINT}"
+
+
+def test_the_stale_check_names_an_edited_edition(fake, tmp_path):
+    assert stale_edition(fake, tmp_path / "again") == [], "control: the build is deterministic"
+    lesson = fake / LANG / "notebooks" / "02_autograd_graph.ipynb"
+    original = lesson.read_bytes()
+    try:
+        lesson.write_text(lesson.read_text().replace("中文 ", "中文（手改）", 1))
+        assert stale_edition(fake, tmp_path / "edited") == [f"{LANG}/notebooks/02_autograd_graph.ipynb"]
+    finally:
+        lesson.write_bytes(original)
+
+
+# --------------------------------------------------------------------------- (e) the length budget
+
+def markdown_han(nb: dict) -> int:
+    """Chinese characters (Han) in the markdown cells: what a student reads."""
+    return sum(len(HAN.findall("".join(c["source"]))) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def edition_length(root: Path) -> dict[str, int]:
+    return {a: markdown_han(json.loads((root / LANG / "release" / a / f"{a}.ipynb").read_text(encoding="utf-8")))
+            for a in assignments(root)}
+
+
+def readme_budget() -> int:
+    found = README_BUDGET.findall((REPO / "README.md").read_text(encoding="utf-8"))
+    assert len(found) == 1, "README.md's 中文版 section must state the budget once: 不超过 **N 个汉字**"
+    return int(found[0].replace(",", ""))
+
+
+def test_the_chinese_course_stays_within_its_stated_character_budget():
+    counts = edition_length(_committed())
+    total, budget = sum(counts.values()), readme_budget()
+    assert total <= budget, (f"zh_CN/release/ markdown has {total:,} Chinese characters, over the budget of "
+                             f"{budget:,} stated in README.md: {counts}. Say it shorter (short sentences).")
+    assert total >= 0.8 * budget, (f"zh_CN/release/ has {total:,} Chinese characters, far under the stated budget "
+                                   f"{budget:,}: measure again and state the budget (about the count + 3%)")
+
+
+def test_the_character_counter_counts_chinese_in_markdown_only():
+    nb = {"cells": [{"cell_type": "markdown", "source": ["版本计数器 counts `x.add_(1)`，", "是 5 个字"]},
+                    {"cell_type": "code", "source": ["x = 1  # 代码里的注释不算"]}]}
+    assert markdown_han(nb) == 8   # 版本计数器 是 个字: punctuation, digits, code and comments are not counted
+
+
+# --------------------------------------------------------------------------- (f) no untranslated prose
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_PYTORCH_MESSAGE = re.compile(r"^[>*_\s]*(?:\w+\.)*\w*(?:Error|Exception|Warning)\b:?")
+_NOT_PROSE = re.compile(r"``.+?``|`[^`\n]+`|\]\([^)\s]*\)|https?://\S+|\$\$.*?\$\$|\$[^$\n]+\$|<[^>\n]*>", re.S)
+
+
+def untranslated_blocks(nb: dict, where: str) -> list[str]:
+    """Markdown blocks (split at blank lines, code fences left out) that are English prose: six English
+    words or more and no Chinese, outside inline code, links' targets, math and HTML tags — except a
+    block that quotes one of PyTorch's messages (``RuntimeError: ...``), kept verbatim on purpose."""
+    out = []
+    for n, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "markdown":
+            continue
+        blocks, block, fenced = [], [], False
+        for line in "".join(cell["source"]).split("\n"):
+            if _FENCE.match(line):
+                fenced = not fenced
+                continue
+            if fenced:
+                continue
+            if line.strip():
+                block.append(line)
+            elif block:
+                blocks.append("\n".join(block))
+                block = []
+        if block:
+            blocks.append("\n".join(block))
+        for text in blocks:
+            prose = _NOT_PROSE.sub(" ", text)
+            words = re.findall(r"[A-Za-z][A-Za-z'’-]+", prose)
+            if len(words) >= 6 and not CJK.search(prose) and not _PYTORCH_MESSAGE.match(prose):
+                out.append(f"{where}: cell {n}: {text[:100]!r}")
+    return out
+
+
+def edition_notebooks(root: Path) -> list[Path]:
+    return sorted((root / LANG).glob("source/*/*.ipynb")) + sorted((root / LANG).glob("release/*/*.ipynb")) \
+        + sorted((root / LANG).glob("notebooks/*.ipynb"))
+
+
+def test_no_english_prose_is_left_in_the_chinese_edition():
+    root = _committed()
+    paths = edition_notebooks(root)
+    assert len(paths) == 2 * len(assignments(root)) + len(list((root / "notebooks").glob("*.ipynb"))), paths
+    problems = [p for path in paths
+                for p in untranslated_blocks(json.loads(path.read_text(encoding="utf-8")), str(path.relative_to(root)))]
+    assert not problems, f"{len(problems)} markdown blocks are English prose:\n" + "\n".join(problems[:40])
+
+
+def test_the_prose_check_names_an_english_paragraph_and_lets_pytorch_messages_be(fake):
+    paths = edition_notebooks(fake)
+    assert paths and all(untranslated_blocks(json.loads(p.read_text()), p.name) == [] for p in paths), \
+        "control: every block of the fake build has Chinese"
+    nb = json.loads(paths[0].read_text())
+    nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": [
+        "中文的一段。\n", "\n",
+        "This paragraph was left in English by mistake, nobody translated it.\n", "\n",
+        "RuntimeError: one of the variables needed for gradient computation has been modified by an inplace operation\n",
+        "\n", "```\n", "a fenced block of program output is not prose at all\n", "```\n", "\n",
+        "`x.add_(1)` `y.mul_(2)` [link](https://example.org/a/b/c/d/e/f)\n"]})
+    problems = untranslated_blocks(nb, "planted")
+    assert len(problems) == 1 and "left in English by mistake" in problems[0], problems
+
+
+# --------------------------------------------------------------------------- the edition's configuration and stub
+
+def test_the_chinese_stub_fails_loudly_and_reads_as_the_stub():
+    from instructor.layout import load_config
+
+    config = load_config(ZH)
+    stub = config.ClearSolutions.code_stub["python"]
+    assert stub.startswith("# 在这里写你的代码\nraise NotImplementedError(") and STUB_MESSAGE_ZH_CN in stub
+    message = re.search(r'NotImplementedError\("(.*)"\)', stub).group(1)
+    assert is_stub_message(message)
+    # the message with a PyTorch-like tail is still the stub; PyTorch's own is not
+    assert is_stub_message(message + " (aten::add not implemented for 'Half')")
+    assert not is_stub_message("\"addmm_impl_cpu_\" not implemented for 'Half'")
+    # everything else is the course's own configuration
+    english = load_config(REPO)
+    for section, key in (("Sandbox", "memory_gb"), ("Execute", "timeout"), ("HTMLExporter", "preprocessors"),
+                         ("Exchange", "root"), ("CourseDirectory", "course_id")):
+        assert config[section][key] == english[section][key], (section, key)
+    assert english.ClearSolutions.code_stub != config.ClearSolutions.code_stub
+
+
+def test_the_release_carries_the_chinese_stub_and_the_language(fake):
+    for a in assignments(fake):
+        nb = nbformat.read(fake / LANG / "release" / a / f"{a}.ipynb", as_version=4)
+        answers = [c for c in nb.cells if nbgrader_meta(c).get("solution") and c.cell_type == "code"]
+        assert answers and all("# 在这里写你的代码" in c.source and STUB_MESSAGE_ZH_CN in c.source for c in answers), a
+        assert edition.notebook_language(nb) == LANG and edition.kernel_env(nb) == {"COURSE_LANG": LANG}
+        assert "BEGIN SOLUTION" not in json.dumps(nb) and "BEGIN HIDDEN TESTS" not in json.dumps(nb)
+
+
+def test_a_student_cannot_pick_a_language_the_course_lacks():
+    assert edition.notebook_language({"metadata": {"course": {"language": "../../etc"}}}) is None
+    assert edition.notebook_language({"metadata": {"course": ["zh_CN"]}}) is None
+    assert edition.kernel_env({"metadata": {}}) == {}
+    with pytest.raises(SystemExit, match="no edition in 'fr'"):
+        edition.edition_root("fr")
+    assert edition.edition_root("zh-CN") == ZH and edition.edition_root("") == REPO
+
+
+def test_a_sample_moves_to_the_chinese_release_with_its_answers_byte_for_byte(fake):
+    from instructor.authoring.samples import build_notebook, load_samples
+
+    sample = next(s for s in load_samples("00_orientation") if s.student == "ben")
+    name, filled = build_notebook(sample)
+    en_release = nbformat.read(REPO / "release" / "00_orientation" / name, as_version=4)
+    zh_release = nbformat.read(fake / LANG / "release" / "00_orientation" / name, as_version=4)
+    moved = edition.transplant(filled, en_release, zh_release, LANG)
+    assert edition.notebook_language(moved) == LANG
+    en_by_id = {c.id: c for c in en_release.cells}
+    zh_by_id = {c.id: c for c in zh_release.cells}
+    kept = changed = 0
+    for before, after in zip(filled.cells, moved.cells):
+        if before.source != en_by_id.get(before.get("id"), {}).get("source"):
+            assert after == before, "a cell the student wrote must stay byte for byte"
+            kept += 1
+        elif before.cell_type == "markdown" and HAN.search(zh_by_id[before.id].source):
+            assert after.source == zh_by_id[before.id].source and after.metadata == before.metadata
+            changed += 1
+    assert kept >= 1 and changed >= 1 and len(moved.cells) == len(filled.cells)
