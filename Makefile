@@ -78,7 +78,7 @@ bench-grading: setup
 	$(BIN)/python scripts/bench_grading.py
 
 gpu-check: setup
-	$(BIN)/python -m instructor.grading.gpu_check $(GPU_CHECK_ARGS)
+	$(BIN)/python -m instructor.authoring.gpu_check $(GPU_CHECK_ARGS)
 
 screenshots: setup
 	UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/test_browser.py
@@ -97,7 +97,7 @@ HUB_LOCK   ?= --lock-checkout
 hub: setup hub/node_modules/.package-lock.json
 	@test "$$(id -u)" = 0 || { echo "make hub makes OS accounts and runs JupyterHub as root: sudo make hub" >&2; exit 1; }
 	$(BIN)/python -m pip install --quiet -c constraints.txt -c hub/constraints-hub.txt jupyterhub
-	$(BIN)/python -m instructor.grading.hub setup --prefix $(HUB_PREFIX) $(HUB_LOCK) $(HUB_ARGS)
+	$(BIN)/python -m instructor.classroom.hub setup --prefix $(HUB_PREFIX) $(HUB_LOCK) $(HUB_ARGS)
 	cd $(HUB_PREFIX)/state && HUB_PREFIX=$(HUB_PREFIX) $(BIN)/python -m jupyterhub -f $(CURDIR)/hub/jupyterhub_config.py
 
 hub/node_modules/.package-lock.json: hub/package.json hub/package-lock.json

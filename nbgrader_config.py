@@ -36,7 +36,7 @@ c.OverwriteCells.add_missing_cells = True
 # student's output; keep the grading log readable.
 c.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]
 
-# The sandbox every submission runs in (instructor/grading/sandbox.py): bubblewrap, plus these
+# The sandbox every submission runs in (instructor/sandbox/__init__.py): bubblewrap, plus these
 # limits. Memory and processes count for the whole sandbox (a cgroup when grading as root, else
 # per-process rlimits); the wall-clock limit covers one submission: its confirmation run and its
 # nbgrader run together. case_seconds bounds one call of a student's function by a hidden check.
@@ -53,7 +53,7 @@ c.Sandbox.disk_mb = 512
 c.Sandbox.result_mb = 64
 c.Sandbox.host_uid = 61000
 # One pre-started sandbox per grading worker (torch and IPython imported once), each run a fork of it
-# (instructor/grading/zygote.py): when grading as root with privileged bubblewrap. Its server runs as
+# (instructor/sandbox/zygote.py): when grading as root with privileged bubblewrap. Its server runs as
 # host_uid + 1000 + (worker pid mod 1000), never as a run's uid. False: one sandbox per run.
 c.Sandbox.zygote = True
 
@@ -62,27 +62,27 @@ c.Sandbox.zygote = True
 # server, so a student's <script> (or <img onerror>, a javascript: link, an application/javascript
 # output, raw HTML in a markdown cell) would run as the instructor; generate_feedback's page is the
 # same template. Every HTMLExporter nbgrader makes from this file (formgrader's, generate_feedback's)
-# therefore first makes the notebook inert (instructor/grading/sanitize.py: InertNotebook), even a
+# therefore first makes the notebook inert (instructor/engine/sanitize.py: InertNotebook), even a
 # notebook that never went through `python -m autograder grade`, and sanitizes the HTML outputs in
 # the template (sanitize_html) with the course's allow-list (clean_html: nbconvert's own list would
 # print tables and embedded plots as escaped text). The grading pipeline sets the same in
-# instructor/grading/course.py:sandboxed_config. A formgrader started elsewhere without the
+# instructor/engine/pipeline.py:sandboxed_config. A formgrader started elsewhere without the
 # repository fails to render (ImportError) rather than render a submission unsanitized.
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-if (Path(__file__).resolve().parent / "instructor" / "grading" / "sanitize.py").is_file() and \
+if (Path(__file__).resolve().parent / "instructor" / "engine" / "sanitize.py").is_file() and \
         str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # a Jupyter server does not have the repo on its path
-c.HTMLExporter.preprocessors = ["instructor.grading.sanitize.InertNotebook"]
+c.HTMLExporter.preprocessors = ["instructor.engine.sanitize.InertNotebook"]
 c.HTMLExporter.sanitize_html = True
-c.HTMLExporter.filters = {"clean_html": "instructor.grading.sanitize.clean_html"}
+c.HTMLExporter.filters = {"clean_html": "instructor.engine.sanitize.clean_html"}
 
 # The course's own exchange (release -> fetch -> submit -> collect from formgrader and the Assignments
 # panel), inside the repository so it needs no root: grading/exchange (ignored by git; `make lab` and
 # `make lab-instructor` create it, writable by every user as nbgrader's exchange must be).
 c.Exchange.root = str(Path(__file__).resolve().parent / "grading" / "exchange")
-# Collect accepts only what the named student handed in (instructor/grading/exchange.py), for
+# Collect accepts only what the named student handed in (instructor/classroom/exchange.py), for
 # `nbgrader collect` and formgrader's Collect button alike: a folder in the exchange's inbound/ made by
 # another account than the student it names, stamped in the future, with an edited timestamp.txt, or
 # holding links is refused and logged as an error naming it (the collect then fails, the others are
@@ -92,13 +92,13 @@ c.Exchange.root = str(Path(__file__).resolve().parent / "grading" / "exchange")
 import importlib.util  # noqa: E402
 
 if importlib.util.find_spec("instructor") is not None:
-    c.ExchangeFactory.collect = "instructor.grading.exchange.CourseExchangeCollect"
+    c.ExchangeFactory.collect = "instructor.classroom.exchange.CourseExchangeCollect"
 
-# Late submissions (instructor/grading/late.py): 10% of a notebook's points off per started day (24 h)
+# Late submissions (instructor/classroom/late.py): 10% of a notebook's points off per started day (24 h)
 # after the assignment's due date, never more than its score. The due date is the gradebook's
-# (`python -m instructor.grading.hub due ASSIGNMENT "YYYY-MM-DD HH:MM [zone]"`, UTC unless a zone is
+# (`python -m instructor.classroom.hub due ASSIGNMENT "YYYY-MM-DD HH:MM [zone]"`, UTC unless a zone is
 # given); the submission's time is its timestamp.txt. Where the instructor's code is importable only.
 if importlib.util.find_spec("instructor") is not None:
-    c.AssignLatePenalties.plugin_class = "instructor.grading.late.PerDayPenalty"
+    c.AssignLatePenalties.plugin_class = "instructor.classroom.late.PerDayPenalty"
     c.PerDayPenalty.percent_per_day = 10.0
     c.PerDayPenalty.grace_minutes = 0.0

@@ -20,8 +20,8 @@ Modules, by what they hold:
   in the notebook (``hidden=True``: also the hidden ones, through ``selfgrade``, in a clone);
 * :mod:`autograder.handin`        — ``autograder.export()``: a validated hand-in zip for an LMS (Binder, Colab).
 
-The instructor side lives in the repository's ``instructor/`` folder: ``instructor.grading``
-(nbgrader plumbing, the sandbox, the confirmation run, samples) and ``instructor.hidden`` (the hidden
+The instructor side lives in the repository's ``instructor/`` folder: the grader in layers
+(``instructor.sandbox``, ``.engine``, ``.batch``, ``.service``, ``.classroom``, ``.authoring``) and ``instructor.hidden`` (the hidden
 checks of each assignment, as probes and judges, with the reference answers).
 """
 __all__ = ["check", "export", "course_device", "describe_environment", "seed_everything", "setup_notebook", "test_configs"]

@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def instructor_available() -> bool:
     """True when this package sits in a clone of the repository (``instructor/`` beside it)."""
-    return (REPO / "instructor" / "grading" / "cli.py").is_file()
+    return (REPO / "instructor" / "classroom" / "cli.py").is_file()
 
 
 def use_instructor_side() -> None:
@@ -29,6 +29,6 @@ def use_instructor_side() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     use_instructor_side()
-    from instructor.grading.cli import main as instructor_main
+    from instructor.classroom.cli import main as instructor_main
 
     return instructor_main(argv)

@@ -5,7 +5,7 @@ nbgrader switches its own formgrader on for every Jupyter server of an environme
 That formgrader renders a student's notebook in the instructor's authenticated Jupyter server with the
 cell-by-cell sanitizer only: markup split across two cells (``<!--`` alone in one markdown cell, an
 attribute that closes the comment in the next) comes out whole as live HTML, and a student's script
-runs with the instructor's session. The course's formgrader (``instructor.grading.formgrader``)
+runs with the instructor's session. The course's formgrader (``instructor.classroom.formgrader``)
 sanitizes the whole page and sends a Content-Security-Policy that runs formgrader's own scripts only.
 
 ``python -m autograder.course_formgrader install`` (run by ``make setup``; ``--prefix`` for another
@@ -15,7 +15,7 @@ formgrader off, this extension on. So ``jupyter lab`` and ``jupyter server`` sta
 own documentation says, ``make lab-instructor``, the hub's formgrader and the deploy recipes all serve
 the course's formgrader. Loaded, this extension
 
-* does nothing where ``instructor.grading.formgrader`` is itself switched on (the hub's grader config,
+* does nothing where ``instructor.classroom.formgrader`` is itself switched on (the hub's grader config,
   ``make lab-instructor``): that one serves formgrader;
 * else serves the course's formgrader when the course's instructor code lies beside this package
   (the checkout, where ``pip install -e .`` points);
@@ -34,7 +34,7 @@ from pathlib import Path
 
 EXTENSION = "autograder.course_formgrader"
 STOCK = "nbgrader.server_extensions.formgrader"
-COURSE = "instructor.grading.formgrader"
+COURSE = "instructor.classroom.formgrader"
 CONFIG_NAME = "zz-course-formgrader.json"
 HERE = Path(__file__).resolve().parent
 
@@ -68,7 +68,7 @@ def install(prefix: str | Path = sys.prefix) -> Path:
 def course_code(package: Path = HERE) -> Path | None:
     """The checkout that holds the course's formgrader, when this package is the checkout's own."""
     repo = Path(package).resolve().parent
-    return repo if (repo / "instructor" / "grading" / "formgrader.py").is_file() else None
+    return repo if (repo / "instructor" / "classroom" / "formgrader.py").is_file() else None
 
 
 def _jupyter_server_extension_points():
@@ -87,7 +87,7 @@ def _load_jupyter_server_extension(serverapp) -> None:
         return
     if str(repo) not in sys.path:
         sys.path.insert(0, str(repo))  # the server's path only: kernels inherit no PYTHONPATH from this
-    from instructor.grading import formgrader
+    from instructor.classroom import formgrader
 
     serverapp.log.info("%s: formgrader is the course's (%s, %s)", EXTENSION, COURSE, repo)
     formgrader._load_jupyter_server_extension(serverapp)

@@ -7,7 +7,7 @@ nbgrader's exchange root is writable by everyone (mode 1777), and plain nbgrader
 gives them her notebook, which they run as themselves. A course folder she made could also hold an
 ``inbound/`` she can read (everyone's submissions) or a ``feedback/`` she writes.
 
-The hub's set-up (``instructor/grading/hub.py``) makes ``<root>/<course>/{outbound,inbound,feedback}``
+The hub's set-up (``instructor/classroom/hub.py``) makes ``<root>/<course>/{outbound,inbound,feedback}``
 owned by the course's account before any student logs in, and points the students' servers at these
 classes (``etc/student/nbgrader_config.py``)::
 

@@ -53,7 +53,7 @@ def student_env(config: Path, extra_lab_off: tuple[str, ...] = ()) -> dict:
 def instructor_env(config: Path) -> dict:
     """Write a Jupyter config folder for the instructor view; return the environment that uses it.
 
-    Formgrader is served by ``instructor.grading.formgrader`` instead of nbgrader's own extension:
+    Formgrader is served by ``instructor.classroom.formgrader`` instead of nbgrader's own extension:
     the same pages, with Autograde and Generate Feedback running the trusted grading pipeline
     (sandbox, confirmation outside the kernel, lower verdict, flags). The repository goes on the
     server's ``sys.path`` (a config file) so that it finds ``instructor/``; not on ``PYTHONPATH``,
@@ -63,9 +63,9 @@ def instructor_env(config: Path) -> dict:
     (config / "jupyter_server_config.d").mkdir(parents=True, exist_ok=True)
     (config / "jupyter_server_config.d" / "zz-course-instructor.json").write_text(json.dumps(
         {"ServerApp": {"jpserver_extensions": {"nbgrader.server_extensions.formgrader": False,
-                                                "instructor.grading.formgrader": True}}}, indent=1))
+                                                "instructor.classroom.formgrader": True}}}, indent=1))
     (config / "jupyter_server_config.py").write_text(
-        "# written by autograder/lab.py: the trusted formgrader (instructor.grading.formgrader) lives here\n"
+        "# written by autograder/lab.py: the trusted formgrader (instructor.classroom.formgrader) lives here\n"
         f"import sys\nif {str(REPO)!r} not in sys.path:\n    sys.path.insert(0, {str(REPO)!r})\n")
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")

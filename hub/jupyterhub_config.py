@@ -1,6 +1,6 @@
 """JupyterHub for the course: one machine, one OS account per person, formgrader as a hub service.
 
-Started by ``make hub`` (as root) after ``python -m instructor.grading.hub setup`` wrote
+Started by ``make hub`` (as root) after ``python -m instructor.classroom.hub setup`` wrote
 ``$HUB_PREFIX/state/hub.json`` (default prefix /srv/inplace-hub): the accounts, ports and folders
 below come from there. docs/deploying.md explains the design.
 """
@@ -130,7 +130,7 @@ c.JupyterHub.services = [{
 if GRADING_SERVICE:
     # Autograde and Generate Feedback send each submission to the root-owned grading service below
     c.JupyterHub.services[0]["environment"]["COURSE_GRADING_SERVICE"] = str(GRADING_SOCKET)
-    # The root-owned grading service (instructor/grading/service.py): runs as the hub's user (root), from
+    # The root-owned grading service (instructor/service/__init__.py): runs as the hub's user (root), from
     # the checkout (root's, closed to students), and grades what the graders' group sends over a Unix
     # socket: each submission as a reserved uid, in a cgroup, on a tmpfs of its own. No URL: the hub only
     # starts and stops it.
@@ -140,8 +140,8 @@ if GRADING_SERVICE:
     c.JupyterHub.services.append({
         "name": f"{SERVICE}-grading",
         # --exit-with-parent: it ends with the hub however the hub ends (a kill, the OOM killer), and a new
-        # one ends any it finds still serving the socket before it binds (instructor/grading/service.py)
-        "command": [GRADING_PYTHON, "-m", "instructor.grading.service", "serve", "--socket", str(GRADING_SOCKET),
+        # one ends any it finds still serving the socket before it binds (instructor/service/__init__.py)
+        "command": [GRADING_PYTHON, "-m", "instructor.service", "serve", "--socket", str(GRADING_SOCKET),
                     "--group", GRADERS_GROUP, "--jobs", os.environ.get("HUB_GRADING_JOBS", "1"),
                     "--exit-with-parent"],
         "cwd": hub["repo"],

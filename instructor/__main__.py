@@ -1,5 +1,5 @@
 import sys
 
-from .grading.cli import main
+from .classroom.cli import main
 
 sys.exit(main())

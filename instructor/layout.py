@@ -1,6 +1,6 @@
 """The course's structure, as files say it: assignments, their notebooks, graded cells, configuration.
 
-The one module both halves of ``instructor/`` read: the grading pipeline (``grading/``) and the hidden
+The one module both halves of ``instructor/`` read: the grader (``sandbox/`` ... ``classroom/``) and the hidden
 checks (``hidden/``). It imports nothing else of ``instructor``.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import nbformat
 REPO = Path(__file__).resolve().parents[1]
 NB_EXT = ".ipynb"
 #: Written by the course's collect beside ``timestamp.txt`` when it re-stamped a backdated hand-in with the
-#: time its files were really changed (``instructor/grading/exchange.py``); grading turns it into a note
+#: time its files were really changed (``instructor/classroom/exchange.py``); grading turns it into a note
 #: the student and the instructor see. A file of that name a student handed in is never collected.
 RESTAMP_NOTE = "restamped.txt"
 

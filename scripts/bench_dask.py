@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ["PYTHONPATH"] = str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")
 
-from instructor.grading import bench, course  # noqa: E402
+from instructor.authoring import bench  # noqa: E402
+from instructor.batch import course  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -27,7 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from instructor.grading import course, samples  # noqa: E402
+from instructor.batch import course  # noqa: E402
+from instructor.authoring import samples  # noqa: E402
 
 FULL = {"00_orientation": "ada", "01_version_counter": "ada", "02_names_and_storage": "correct_alt",
         "03_yolo_head": "cat_style", "04_in_the_wild": "ada"}
@@ -67,7 +68,7 @@ def plain(assignment: str) -> float:
 
 def pipeline(assignment: str, sandbox_on: bool) -> tuple[float, float, float]:
     """(nbgrader part, confirmation, total) seconds of one submission."""
-    from instructor.grading import sandbox
+    from instructor import sandbox
 
     old = os.environ.get("COURSE_SANDBOX")
     if not sandbox_on:

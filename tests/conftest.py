@@ -18,7 +18,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from instructor.grading import course, samples  # noqa: E402
+from instructor.batch import course  # noqa: E402
+from instructor.authoring import samples  # noqa: E402
 
 SOURCE_STUDENT = "zz-source"    # each source notebook, handed in as is: must earn full marks
 RELEASE_STUDENT = "zz-release"  # each release notebook, untouched: must earn 0

@@ -1,5 +1,7 @@
-"""The grading engine reads top to bottom: imports in ``instructor/`` go one way, and no module
-reaches into another's private names.
+"""The grader stands in layers (docs/authoring.md, "The grader's layers"): imports in ``instructor/`` go
+one way — down the layers, never sideways between two packages of one floor — with no circle, no
+module reaching into another's private names, and a sandbox that knows nothing of nbgrader, torch or
+the checks.
 
 Every import counts — at module level and inside functions (a function-level import that closes a
 cycle only hides it) — except under ``if __name__ == "__main__":``, which runs a module as a script.
@@ -35,16 +37,30 @@ def _resolve(current: str, level: int, module: str | None) -> str:
     return module or ""
 
 
-def _imports(name: str):
-    """(target module, imported names, line) for every import of ``name`` outside a __main__ block."""
+def _import_nodes(name: str):
+    """Every import statement of ``name`` outside a __main__ block."""
     tree = ast.parse(MODULES[name].read_text(), str(MODULES[name]))
     skip = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test) and "__main__" in ast.unparse(node.test):
             skip |= {id(n) for n in ast.walk(node)}
-    for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in skip]
+
+
+def _foreign_imports(name: str) -> set[str]:
+    """The modules outside ``instructor`` that ``name`` imports (``nbgrader.api``, ``torch``, ...)."""
+    found = set()
+    for node in _import_nodes(name):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if not a.name.startswith("instructor")}
+        elif node.level == 0 and node.module and not node.module.startswith("instructor"):
+            found.add(node.module)
+    return found
+
+
+def _imports(name: str):
+    """(target module, imported names, line) for every import of ``name`` outside a __main__ block."""
+    for node in _import_nodes(name):
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.name.startswith("instructor"):
@@ -127,8 +143,146 @@ def test_no_module_reaches_into_anothers_private_names():
     assert not bad, "private names used across modules: " + "; ".join(sorted(set(bad)))
 
 
-def test_the_hidden_checks_do_not_depend_on_the_grading_pipeline():
+# --------------------------------------------------------------------------- the layers
+
+#: Each package of the grader and its floor, lowest first. An import goes to a lower floor, or stays
+#: in its own package: two packages on one floor do not import each other. A module directly in
+#: ``instructor/`` other than ``layout`` is a tool on top of everything (``instructor.__main__``, ...).
+LAYERS = {
+    "instructor.layout": 0,       # the course's folders and nbgrader's cell metadata, read by all
+    "instructor.sandbox": 1,      # one submission's box: bubblewrap, limits, the kernel's process
+    "instructor.hidden": 1,       # the hidden checks: probes and judges (beside the sandbox, not on it)
+    "instructor.engine": 2,       # one submission graded: canonical, confirm, execute, feedback
+    "instructor.batch": 3,        # a class: collect, run on workers (and the service's client), record
+    "instructor.service": 4,      # the root-owned grading service (its server)
+    "instructor.authoring": 4,    # the author's tools: notebooks, samples, their checks, the bench
+    "instructor.classroom": 5,    # what people touch: the commands (demo runs samples), formgrader, hub
+}
+TOOLS = 9
+
+#: What the sandbox must not know: it runs a command in a box and says how it ended.
+SANDBOX_MUST_NOT_IMPORT = ("nbgrader", "nbconvert", "nbclient", "torch", "autograder", "instructor.hidden",
+                           "instructor.engine", "instructor.batch")
+#: Sandbox modules that the grader never imports: run as a script inside the box, where they import
+#: what the box's runs need (the pre-started server preloads torch and the student package).
+RUN_INSIDE_THE_BOX = {"instructor.sandbox.zygote_server"}
+
+
+def _unit(module: str) -> str:
+    """The package a module belongs to (``instructor.engine.pipeline`` -> ``instructor.engine``)."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 1 else module
+
+
+def _floor(module: str) -> int:
+    unit = _unit(module)
+    if unit in LAYERS:
+        return LAYERS[unit]
+    if unit in MODULES and not _is_package(unit) or unit == "instructor":
+        return TOOLS
+    raise KeyError(f"{module}: its package {unit} is in no layer: give it a floor in LAYERS "
+                   "(tests/test_architecture.py) and a line in docs/authoring.md")
+
+
+def _upward(graph: dict[str, set[str]], floor=_floor) -> list[str]:
+    """Every import of ``graph`` that does not go down a floor: up, or sideways into another package."""
+    bad = []
+    for m, targets in graph.items():
+        for t in targets:
+            if _unit(t) == _unit(m) or floor(m) == floor(t) == TOOLS:
+                continue
+            if floor(t) >= floor(m):
+                bad.append(f"{m} (floor {floor(m)}) imports {t} (floor {floor(t)})")
+    return sorted(bad)
+
+
+def _leaks(graph: dict[str, set[str]], foreign: dict[str, set[str]], root: str, banned, exempt=()) -> list[str]:
+    """What the modules of ``root`` reach that they must not: a banned module imported by one of them
+    or by any module of ``instructor`` they import, directly or not."""
+    def is_banned(name):
+        return any(name == b or name.startswith(b + ".") for b in banned)
+
+    bad = []
+    for m in sorted(graph):
+        if _unit(m) != root or m in exempt:
+            continue
+        seen, stack = {m}, [m]
+        while stack:
+            n = stack.pop()
+            bad += [f"{m} imports {b}" + (f" (through {n})" if n != m else "")
+                    for b in sorted(set(graph.get(n, ())) | foreign.get(n, set())) if is_banned(b)]
+            for t in graph.get(n, ()):
+                if t not in seen and not is_banned(t):
+                    seen.add(t)
+                    stack.append(t)
+    return sorted(set(bad))
+
+
+def test_every_package_of_instructor_has_a_floor():
+    missing = []
+    for m in MODULES:
+        try:
+            _floor(m)
+        except KeyError as err:
+            missing.append(str(err))
+    assert not missing, missing
+    assert {_unit(m) for m in MODULES if _unit(m) in LAYERS} == set(LAYERS), "a layer with no package"
+
+
+def test_imports_go_down_the_layers():
+    bad = _upward(_graph())
+    assert not bad, "imports that do not go down a layer (docs/authoring.md, \"The grader's layers\"): " + "; ".join(bad)
+
+
+def test_the_layer_rule_fails_on_an_upward_or_sideways_import():
+    """The rule above can fail: fed a graph with an upward and a sideways import, it names both."""
+    fake = {
+        "instructor.sandbox.workspace": {"instructor.sandbox.limits", "instructor.layout"},   # fine: own package, down
+        "instructor.engine.pipeline": {"instructor.sandbox", "instructor.batch.course"},     # up: engine -> batch
+        "instructor.service": {"instructor.batch.client"},                                  # fine: down
+        "instructor.authoring.samples": {"instructor.service"},                             # sideways: floor 4 -> 4
+        "instructor.sandbox.limits": {"instructor.hidden"},                                 # sideways: floor 1 -> 1
+        "instructor.__main__": {"instructor.classroom.cli"},                                # fine: a tool on top
+    }
+    assert _upward(fake) == [
+        "instructor.authoring.samples (floor 4) imports instructor.service (floor 4)",
+        "instructor.engine.pipeline (floor 2) imports instructor.batch.course (floor 3)",
+        "instructor.sandbox.limits (floor 1) imports instructor.hidden (floor 1)",
+    ]
+    try:
+        _floor("instructor.newpackage.thing")
+    except KeyError as err:
+        assert "in no layer" in str(err)
+    else:
+        raise AssertionError("a package in no layer was given a floor")
+
+
+def test_the_sandbox_knows_nothing_of_nbgrader_torch_or_the_checks():
+    graph = _graph()
+    foreign = {m: _foreign_imports(m) for m in MODULES}
+    leaks = _leaks(graph, foreign, "instructor.sandbox", SANDBOX_MUST_NOT_IMPORT, exempt=RUN_INSIDE_THE_BOX)
+    assert not leaks, leaks
+    assert RUN_INSIDE_THE_BOX <= set(MODULES), "an exempt module that is no longer there"
+    assert not any(m in graph[n] for n in graph for m in RUN_INSIDE_THE_BOX), \
+        "a module run inside the box is imported by the grader"
+
+
+def test_the_sandbox_rule_fails_on_a_leak_direct_or_through_a_module():
+    graph = {"instructor.sandbox": {"instructor.sandbox.kernel"}, "instructor.sandbox.kernel": {"instructor.layout"},
+             "instructor.layout": set(), "instructor.sandbox.limits": set(), "instructor.sandbox.runner": set()}
+    foreign = {"instructor.sandbox.limits": {"torch"}, "instructor.layout": {"nbgrader.api", "nbformat"},
+               "instructor.sandbox.runner": {"nbformat", "json"}}
+    assert _leaks(graph, foreign, "instructor.sandbox", SANDBOX_MUST_NOT_IMPORT) == [
+        "instructor.sandbox imports nbgrader.api (through instructor.layout)",
+        "instructor.sandbox.kernel imports nbgrader.api (through instructor.layout)",
+        "instructor.sandbox.limits imports torch"]
+    assert _leaks(graph, foreign, "instructor.sandbox", SANDBOX_MUST_NOT_IMPORT,
+                  exempt={"instructor.sandbox.limits", "instructor.sandbox", "instructor.sandbox.kernel"}) == []
+
+
+def test_the_hidden_checks_do_not_depend_on_the_grader():
     graph = _graph()
     hidden = [m for m in graph if m.startswith("instructor.hidden")]
-    leaks = sorted(f"{m} -> {t}" for m in hidden for t in graph[m] if t.startswith("instructor.grading"))
+    leaks = sorted(f"{m} -> {t}" for m in hidden for t in graph[m]
+                   if _unit(t) != "instructor.hidden" and t != "instructor.layout")
     assert not leaks, leaks

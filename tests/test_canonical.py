@@ -1,4 +1,4 @@
-"""The canonical stage (:mod:`instructor.grading.canonical`) on its own, in milliseconds: no kernel, no sandbox.
+"""The canonical stage (:mod:`instructor.engine.canonical`) on its own, in milliseconds: no kernel, no sandbox.
 
 A submitted notebook is rebuilt on the released one. Only the *source* of answer cells and the student's own
 extra cells come from the submission; the nbgrader metadata, the locked and test cells and the kernelspec
@@ -25,8 +25,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from instructor.grading import canonical  # noqa: E402
-from instructor.grading.canonical import (MAX_ATTACHMENT_BYTES, MAX_CELLS, MAX_NOTEBOOK_CHARS,  # noqa: E402
+from instructor.engine import canonical  # noqa: E402
+from instructor.engine.canonical import (MAX_ATTACHMENT_BYTES, MAX_CELLS, MAX_NOTEBOOK_CHARS,  # noqa: E402
                                           MAX_SOURCE_CHARS, canonical_notebook)
 
 RELEASED = REPO / "release" / "00_orientation" / "00_orientation.ipynb"
@@ -363,7 +363,7 @@ def test_control_an_id_that_is_a_list_crashed_the_stage_when_ids_were_not_checke
 @pytest.mark.parametrize("meta", [{"points": 5, "grade": True}, "grade", {"grade_id": ["x"], "grade": True}],
                          ids=["no id", "not a dict", "list id"])
 def test_the_autograde_chain_reaches_canonical_with_broken_nbgrader_metadata(release, meta):
-    from instructor.grading import pipeline
+    from instructor.engine import pipeline
 
     chain = pipeline.sandboxed_config(REPO).Autograde.sanitize_preprocessors
     names = [p.__name__ for p in chain]

@@ -16,7 +16,7 @@ import pytest
 
 import autograder
 from autograder.check import NotebookNotFound, check
-from instructor.grading import samples
+from instructor.authoring import samples
 
 REPO = Path(__file__).resolve().parents[1]
 check_module = sys.modules["autograder.check"]

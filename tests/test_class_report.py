@@ -26,8 +26,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from instructor.grading import cli, course, report  # noqa: E402
-from instructor.grading.pipeline import QuestionScore, Result  # noqa: E402
+from instructor.classroom import cli, report  # noqa: E402
+from instructor.batch import course  # noqa: E402
+from instructor.engine.pipeline import QuestionScore, Result  # noqa: E402
 
 
 def run(*args):
@@ -325,7 +326,7 @@ def test_a_blank_hand_in_graded_for_real_is_not_attempted_not_a_mistake(tmp_path
     only ben's mistakes. The old ranking (points lost) would have put blank's tasks in it."""
     import nbformat
 
-    from instructor.grading.samples import build_notebook, parse_sample
+    from instructor.authoring.samples import build_notebook, parse_sample
 
     incoming = tmp_path / "incoming"
     for a in course.assignments():
@@ -370,8 +371,8 @@ def test_a_blank_hand_in_graded_for_real_is_not_attempted_not_a_mistake(tmp_path
 def test_the_hub_docs_name_the_file_formgrader_serves_and_a_command_that_writes_it(tmp_path):
     """docs/deploying.md's "Where the class report is": the path it names is the one formgrader's Class
     Report link reads, and its command is a real ``report`` invocation writing there."""
-    from instructor.grading import formgrader
-    from instructor.grading.cli import build_parser
+    from instructor.classroom import formgrader
+    from instructor.classroom.cli import build_parser
 
     doc = (REPO / "docs" / "deploying.md").read_text(encoding="utf-8")
     section = doc.split("### Where the class report is", 1)[1].split("\n## ", 1)[0]

@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from instructor.grading import samples
+from instructor.authoring import samples
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -152,8 +152,8 @@ def test_selfgrade_prints_scores_and_messages_not_hidden_code(tmp_path):
 
 def test_selfgrade_last_line_says_where_the_student_stands():
     """The sentence selfgrade ends with (its exit status is 0 whenever the notebook was graded)."""
-    from instructor.grading.cli import _selfgrade_sentence
-    from instructor.grading.pipeline import QuestionScore, Result
+    from instructor.classroom.cli import _selfgrade_sentence
+    from instructor.engine.pipeline import QuestionScore, Result
 
     def result(*scores):
         res = Result("you", "03_yolo_head", True)
@@ -210,7 +210,8 @@ def test_demo_refuses_to_wipe_a_folder_it_did_not_make(tmp_path):
 
 def _demo_with(monkeypatch, tmp_path, capsys, grade):
     """``demo`` (its handful of samples) with grading replaced by ``grade(sub) -> Result``."""
-    from instructor.grading import cli, course
+    from instructor.classroom import cli
+    from instructor.batch import course
 
     monkeypatch.setattr(course, "grade", lambda subs, workdir, **kw: [grade(s) for s in subs])
     args = cli.build_parser().parse_args(["demo", "--workdir", str(tmp_path / "demo"), "--course",
@@ -220,7 +221,7 @@ def _demo_with(monkeypatch, tmp_path, capsys, grade):
 
 
 def _as_expected(sub):
-    from instructor.grading import course
+    from instructor.batch import course
 
     [sample] = [s for s in samples.load_samples(sub.assignment) + _hostile(sub.assignment) if s.student == sub.student]
     qs = [course.QuestionScore(gid, v, max(v, 1.0), "auto") for gid, v in sample.expect_questions.items()]
@@ -240,7 +241,7 @@ def test_demo_exits_zero_when_every_sample_is_graded_as_expected(monkeypatch, tm
 
 
 def test_demo_fails_and_says_which_sample_differs_from_its_expect_line(monkeypatch, tmp_path, capsys):
-    from instructor.grading import course
+    from instructor.batch import course
 
     def one_off(sub):
         res = _as_expected(sub)

@@ -1,12 +1,12 @@
 """The confirmation leaves out the course's demonstration cells only when nothing reads what they define
-(instructor/grading/demonstrations.py), and no verdict moves because of it."""
+(instructor/engine/demonstrations.py), and no verdict moves because of it."""
 from __future__ import annotations
 
 import nbformat
 import pytest
 
-from instructor.grading import confirm, demonstrations as demos
-from instructor.grading.samples import build_notebook, load_samples
+from instructor.engine import confirm, demonstrations as demos
+from instructor.authoring.samples import build_notebook, load_samples
 from instructor.hidden import checks_for, probe_source
 from instructor.layout import REPO
 

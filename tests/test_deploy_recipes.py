@@ -1,7 +1,7 @@
 """The deployment recipes beyond one machine (deploy/, docs/deploying.md "Beyond one machine") load and
 say what the course's own settings say. Nothing here starts TLJH, Kubernetes, ngshare or Dask: every
 file is parsed or executed against a fake traitlets config, and cross-checked with the course's
-constants (instructor.grading.hub, hub/jupyterhub_config.py, constraints.txt, pyproject.toml)."""
+constants (instructor.classroom.hub, hub/jupyterhub_config.py, constraints.txt, pyproject.toml)."""
 from __future__ import annotations
 
 import json
@@ -17,7 +17,7 @@ import pytest
 import yaml
 from traitlets.config import Config
 
-from instructor.grading.hub import COURSE_ID, Hub, Names
+from instructor.classroom.hub import COURSE_ID, Hub, Names
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
@@ -132,7 +132,7 @@ def test_tljh_extra_config_is_the_hubs_formgrader_service(tmp_path, monkeypatch)
     assert names == ["cull", SERVICE, f"{SERVICE}-grading"]
     grading = c.JupyterHub.services[2]
     assert "user" not in grading and "url" not in grading  # root's, and no route through the proxy
-    assert grading["command"][1:5] == ["-m", "instructor.grading.service", "serve", "--socket"]
+    assert grading["command"][1:5] == ["-m", "instructor.service", "serve", "--socket"]
     assert grading["command"][5] == str(prefix / "grading-service" / "grading.sock")
     svc = c.JupyterHub.services[1]
     # the one-machine hub's own definition, computed for the same prefix
@@ -233,7 +233,7 @@ def test_dask_values_match_constraints():
     cmd = "python -m autograder grade submitted --workdir /srv/inplace/course --scheduler tcp://inplace-dask-scheduler:8786"
     assert cmd in (Z2JH / "dask-values.yaml").read_text()
     assert cmd in (REPO / "docs" / "deploying.md").read_text()
-    from instructor.grading.cli import build_parser  # noqa: PLC0415
+    from instructor.classroom.cli import build_parser  # noqa: PLC0415
     args = build_parser().parse_args(cmd.split()[3:])
     assert args.scheduler == "tcp://inplace-dask-scheduler:8786"
 
@@ -263,7 +263,7 @@ def test_z2jh_nbgrader_configs_select_ngshare():
     assert c.Exchange._ngshare_url == "http://proxy-public/services/ngshare"
     # the grader's block, appended after the course's own nbgrader_config.py, replaces its collect
     course = run_config(REPO / "nbgrader_config.py")
-    assert course.ExchangeFactory.collect == "instructor.grading.exchange.CourseExchangeCollect"
+    assert course.ExchangeFactory.collect == "instructor.classroom.exchange.CourseExchangeCollect"
     g = run_config(Z2JH / "nbgrader_config_grader.py", c=course)
     assert set(g.ExchangeFactory) == NGSHARE_STEPS
     assert g.ExchangeFactory.collect == "inplace_ngshare.ExchangeCollect"

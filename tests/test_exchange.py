@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from instructor.grading import samples
+from instructor.authoring import samples
 
 REPO = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "00_orientation"

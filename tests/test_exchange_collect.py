@@ -1,4 +1,4 @@
-"""Collect accepts only what the named student handed in (``instructor/grading/exchange.py``).
+"""Collect accepts only what the named student handed in (``instructor/classroom/exchange.py``).
 
 Two forged folders in a real nbgrader exchange, next to two honest submissions made with ``nbgrader
 submit``: ``bob+...`` owned by another OS account (a uid with no account here: what another account
@@ -23,7 +23,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from instructor.grading import exchange as course_exchange  # noqa: E402
+from instructor.classroom import exchange as course_exchange  # noqa: E402
 
 ASSIGNMENT = "00_orientation"
 COURSE_ID = "inplace-autograd"

@@ -41,7 +41,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from instructor.grading import samples
+from instructor.authoring import samples
 from test_binder import _stop
 from test_browser import (CHROMIUM, CHROMIUM_ARGS, VIEWPORT, _close_dialog, _free_port, _require_browser,
                           _save_failure, _wait_for_server)

@@ -2,8 +2,8 @@
 
 **Time.** A student makes her hand-in folder in ``inbound/`` after the due date, names and stamps it an hour
 before, and backdates its modification times (``os.utime``). Its ``st_ctime`` she cannot set. The course's
-collect (``instructor/grading/exchange.py``) collects it re-stamped with that change time, so the late penalty
-(``instructor/grading/late.py``) applies; with the defence monkeypatched off it is collected with the forged
+collect (``instructor/classroom/exchange.py``) collects it re-stamped with that change time, so the late penalty
+(``instructor/classroom/late.py``) applies; with the defence monkeypatched off it is collected with the forged
 stamp and no penalty; an honest hand-in is collected as it was.
 
 **Folders.** The exchange root is 1777: an OS account made here (a student) creates
@@ -30,8 +30,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from instructor.grading import exchange as course_exchange  # noqa: E402
-from instructor.grading.late import PerDayPenalty  # noqa: E402
+from instructor.classroom import exchange as course_exchange  # noqa: E402
+from instructor.classroom.late import PerDayPenalty  # noqa: E402
 
 COURSE_ID = "inplace-autograd"
 ASSIGNMENT = "00_orientation"
@@ -182,7 +182,7 @@ def test_a_backdated_hand_in_is_restamped_and_pays_the_late_penalty(tmp_path, ca
 def test_the_student_and_the_instructor_are_told_why_it_was_restamped(tmp_path, caplog):
     """collect writes its note beside timestamp.txt; grading turns it into a flag, the line the feedback's
     "Notes from the grader", grades.csv and the exports show."""
-    from instructor.grading import pipeline
+    from instructor.engine import pipeline
     from instructor.layout import RESTAMP_NOTE
 
     exchange, course, folder, forged, now = _backdated_class(tmp_path)
@@ -468,7 +468,7 @@ def test_without_the_check_the_course_folders_owner_hands_in_for_anyone(open_tmp
 
 @needs_root
 def test_hub_setup_takes_the_course_folder_back_and_the_release_works(open_tmp, squatter, caplog):
-    from instructor.grading import hub as hubmod
+    from instructor.classroom import hub as hubmod
 
     exchange, course = _squatted_exchange(open_tmp, squatter)
     hub = hubmod.Hub(prefix=str(open_tmp), names_prefix="ixtr-")
@@ -494,7 +494,7 @@ def test_hub_setup_takes_the_course_folder_back_and_the_release_works(open_tmp, 
 @needs_root
 def test_own_exchange_leaves_the_course_accounts_own_release_alone(tmp_path):
     """An honest exchange (released by the course's account) is kept as it is: nothing moved."""
-    from instructor.grading import hub as hubmod
+    from instructor.classroom import hub as hubmod
 
     exchange = tmp_path / "exchange"
     (exchange / COURSE_ID / "outbound" / ASSIGNMENT).mkdir(parents=True)
@@ -508,7 +508,7 @@ def test_own_exchange_leaves_the_course_accounts_own_release_alone(tmp_path):
 @needs_root
 def test_own_exchange_hands_what_root_made_to_the_course_account(open_tmp, course_account):
     """A course folder root made (a release run as root) is not a squat: kept, handed to the course's account."""
-    from instructor.grading import hub as hubmod
+    from instructor.classroom import hub as hubmod
 
     exchange = open_tmp / "exchange"
     (exchange / COURSE_ID / "outbound" / ASSIGNMENT).mkdir(parents=True)
@@ -531,7 +531,7 @@ def test_the_students_servers_use_the_course_owned_classes(tmp_path):
     from traitlets.config.loader import PyFileConfigLoader
 
     from autograder import exchange_trust
-    from instructor.grading import hub as hubmod
+    from instructor.classroom import hub as hubmod
 
     hub = hubmod.Hub(prefix=str(tmp_path), names_prefix="ixtr-")
     hubmod.jupyter_configs(hub)

@@ -13,8 +13,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from instructor.grading import cli, course, export  # noqa: E402
-from instructor.grading.course import Problem, QuestionScore, Result  # noqa: E402
+from instructor.classroom import cli, export  # noqa: E402
+from instructor.batch import course  # noqa: E402
+from instructor.batch.course import Problem, QuestionScore, Result  # noqa: E402
 
 # nbgrader's own add_submission warns about SQLAlchemy session state (its tests do too)
 pytestmark = pytest.mark.filterwarnings("ignore:.*not in session.*")
@@ -97,7 +98,7 @@ def test_skipped_file_is_an_empty_cell_with_its_reason(tmp_path):
 def test_canvas_id_comes_from_the_roster_s_canvas_user_id(tmp_path):
     """Canvas matches a row by ID first; the roster knows it (a Canvas gradebook export's ID, or the
     course roster's lms_id), a Moodle roster's does not count. Without it (test_canvas_layout) ID is empty."""
-    from instructor.grading.handins import Student
+    from instructor.classroom.handins import Student
 
     roster = [Student("alice", "Alice", "A", "", "111", "canvas"), Student("bob", lms_id="222"),
               Student(FORMULA, lms_id="333", lms="moodle")]
@@ -265,7 +266,7 @@ def test_plugins_export_a_real_gradebook(gradebook_db, tmp_path):
     from nbgrader.api import Gradebook
     from traitlets.utils.importstring import import_item
 
-    canvas = import_item("instructor.grading.export.CanvasExportPlugin")  # as --exporter= loads it
+    canvas = import_item("instructor.classroom.export.CanvasExportPlugin")  # as --exporter= loads it
     from nbgrader.plugins.export import ExportPlugin
     assert issubclass(canvas, ExportPlugin)
     with Gradebook(gradebook_db) as gb:
@@ -296,7 +297,7 @@ def test_nbgrader_export_command_uses_the_plugin(gradebook_db, tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     nbgrader = Path(sys.executable).with_name("nbgrader")
     run = subprocess.run([str(nbgrader), "export", "--db", gradebook_db, "--to", str(out),
-                          "--exporter=instructor.grading.export.GradescopeExportPlugin"],
+                          "--exporter=instructor.classroom.export.GradescopeExportPlugin"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert _read(out / "gradescope-ps1.csv") == [
@@ -324,7 +325,7 @@ def test_hand_graded_points_count_once_graded_and_the_maximum_holds_them_from_th
 
 
 def test_names_and_emails_come_from_the_roster_over_the_gradebook(gradebook_db, tmp_path):
-    from instructor.grading.handins import Student
+    from instructor.classroom.handins import Student
 
     course_root = Path(gradebook_db.replace("sqlite:///", "")).parent
     people = export.people_from([Student("bar", "Benedict", "Barr", "ben@example.edu")], course_root)

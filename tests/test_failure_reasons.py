@@ -16,8 +16,12 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from instructor.grading import cli, course, pipeline, samples, sandbox  # noqa: E402
-from instructor.grading.confirm import clean_text, error_tail  # noqa: E402
+from instructor.classroom import cli  # noqa: E402
+from instructor.batch import course  # noqa: E402
+from instructor.engine import pipeline  # noqa: E402
+from instructor.authoring import samples  # noqa: E402
+from instructor import sandbox  # noqa: E402
+from instructor.engine.confirm import clean_text, error_tail  # noqa: E402
 
 ASSIGNMENT = "00_orientation"
 SENTINEL = "SENTINEL-why-the-run-ended-4711"
@@ -166,14 +170,14 @@ def test_a_grading_that_fails_says_why_not_see_the_above_traceback(tmp_path, mon
         pytest.skip("the kernel's command is replaced in the pre-started sandbox (root, bubblewrap)")
     import importlib
 
-    from instructor.grading import zygote
+    from instructor.sandbox import zygote
 
     def missing(connection_file):
         return ["no_such_kernel_module_4711", "-f", connection_file]
 
     modules = [sandbox, zygote]
     try:  # where the kernel's command may live (the sandbox module re-exports it)
-        modules.append(importlib.import_module("instructor.grading.kernel"))
+        modules.append(importlib.import_module("instructor.sandbox.kernel"))
     except ImportError:
         pass
     for module in modules:

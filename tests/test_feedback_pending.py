@@ -1,7 +1,7 @@
 """Feedback on a written answer: "pending hand grading" until an instructor grades it, then the score.
 
 nbgrader's feedback template shows an answer nobody has graded yet as ``Score: 0.0 / 3.0``, and counts
-it as 0 in the total at the top. The course's feedback (:func:`instructor.grading.feedback.annotate_feedback`)
+it as 0 in the total at the top. The course's feedback (:func:`instructor.engine.feedback.annotate_feedback`)
 says it is pending, at the question and in the total, and shows the real score once the gradebook holds a
 hand grade (what formgrader's manual grading writes).
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from instructor.grading import samples
+from instructor.authoring import samples
 
 REPO = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "01_version_counter"   # 15 autograded points and one written answer (3 points)
@@ -79,7 +79,7 @@ def test_written_answer_is_pending_until_graded_by_hand(tmp_path):
         grade.manual_score = 2.0
         gb.db.commit()
     button = subprocess.run(
-        [sys.executable, "-c", "import json, sys; from pathlib import Path; from instructor.grading import formgrader; "
+        [sys.executable, "-c", "import json, sys; from pathlib import Path; from instructor.classroom import formgrader; "
                                "print(json.dumps(formgrader.pipeline(Path(sys.argv[1]), sys.argv[2], 'ada', 'feedback')))",
          str(course), ASSIGNMENT], cwd=REPO, env=_env(), capture_output=True, text=True, timeout=900)
     assert button.returncode == 0, button.stdout[-3000:] + button.stderr[-3000:]

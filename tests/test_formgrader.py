@@ -1,4 +1,4 @@
-"""Formgrader's own buttons grade through the trusted pipeline (``instructor.grading.formgrader``).
+"""Formgrader's own buttons grade through the trusted pipeline (``instructor.classroom.formgrader``).
 
 A real Jupyter server, configured as ``make lab-instructor`` configures it, serves a course folder
 holding two submissions of 00_orientation: the honest ``ada`` (8/8) and the hostile
@@ -22,7 +22,7 @@ import nbformat
 import pytest
 
 from autograder.lab import instructor_env
-from instructor.grading import samples
+from instructor.authoring import samples
 
 REPO = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "00_orientation"
@@ -43,13 +43,13 @@ def test_instructor_lab_serves_formgrader_with_the_pipeline_buttons(tmp_path):
     handler but the three that grade."""
     from nbgrader.server_extensions.formgrader import apihandlers
 
-    from instructor.grading import formgrader
+    from instructor.classroom import formgrader
 
     env = instructor_env(tmp_path / "cfg")
     assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep)[0] == str(tmp_path / "cfg")
     server = json.loads((tmp_path / "cfg" / "jupyter_server_config.d" / "zz-course-instructor.json").read_text())
     assert server["ServerApp"]["jpserver_extensions"] == {"nbgrader.server_extensions.formgrader": False,
-                                                          "instructor.grading.formgrader": True}
+                                                          "instructor.classroom.formgrader": True}
     ours = {pattern: cls for pattern, cls, *_ in formgrader.routes()}
     theirs = {pattern: cls for pattern, cls, *_ in apihandlers.default_handlers}
     swapped = {p for p in theirs if ours[p] is not theirs[p]}

@@ -1,5 +1,5 @@
 """formgrader as a new instructor meets it (issue 38, "Messages"): the course's extension
-(``instructor.grading.formgrader``) on a real Jupyter server.
+(``instructor.classroom.formgrader``) on a real Jupyter server.
 
 1. A late hand-in's score carries its late mark ("late: 2 h 10 min, −0.8 points (3.2 counts)": nbgrader's
    score column is the score before the penalty), and a student with no name in the gradebook (the
@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from instructor.grading import formgrader as fg
-from instructor.grading import report
+from instructor.classroom import formgrader as fg
+from instructor.classroom import report
 from test_browser import CHROMIUM, CHROMIUM_ARGS, _require_browser
 from test_page_takeover import (ASSIGNMENT, COURSE_ID, GRADE_IDS, MARK, NOTEBOOK, TOKEN, VIEWPORT,  # noqa: F401
                                 _grading_ready, _manual_scores, _report_results, _reset_scores, formgrader)

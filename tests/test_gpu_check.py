@@ -1,4 +1,4 @@
-"""``make gpu-check`` (instructor/grading/gpu_check.py): skipped without CUDA, and its machinery — case
+"""``make gpu-check`` (instructor/authoring/gpu_check.py): skipped without CUDA, and its machinery — case
 selection, the table, the comparison with the samples' ``# expect:`` lines, the exit status — run
 here on the CPU cases (``--device cpu``)."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from instructor.grading import gpu_check
-from instructor.grading.gpu_check import SKIP_MESSAGE, case_device, case_dtype, compare, expected_verdicts, split_cases
+from instructor.authoring import gpu_check
+from instructor.authoring.gpu_check import SKIP_MESSAGE, case_device, case_dtype, compare, expected_verdicts, split_cases
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 def _run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONHASHSEED="0")
     env.pop("COURSE_DEVICE", None)
-    return subprocess.run([sys.executable, "-m", "instructor.grading.gpu_check", *args], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "instructor.authoring.gpu_check", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 

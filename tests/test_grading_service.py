@@ -1,4 +1,4 @@
-"""The root-owned grading service (instructor/grading/service.py), as a hub runs it: root serves a Unix
+"""The root-owned grading service (instructor/service/__init__.py), as a hub runs it: root serves a Unix
 socket, the graders' group asks.
 
 Real OS accounts ``icxs-grader`` (in the group ``icxs-graders``) and ``icxs-other`` (not), removed
@@ -38,7 +38,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from instructor.grading import samples, sandbox, service, zygote  # noqa: E402
+from instructor.authoring import samples  # noqa: E402
+from instructor import sandbox, service  # noqa: E402
+from instructor.sandbox import zygote  # noqa: E402
 
 pytestmark = pytest.mark.slow
 NP = "icxs-"
@@ -150,7 +152,7 @@ def running(accounts, tmp_path_factory):
     env = dict(os.environ, COURSE_GRADING_FAULTS="zz-killer:always", TMPDIR=str(sock.parent / "tmp"))
     env.pop(service.ENV, None)
     log = (top / "service.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "instructor.grading.service", "serve", "--socket", str(sock),
+    proc = subprocess.Popen([sys.executable, "-m", "instructor.service", "serve", "--socket", str(sock),
                              "--group", GROUP, "--jobs", "1"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 120
@@ -355,7 +357,7 @@ def test_without_the_service_each_submission_says_so_and_nothing_is_graded_as_so
     to start, no grading falls back to this account's own sandbox, and the batch still ends."""
     if WHY_NOT is not None:
         pytest.skip(WHY_NOT)
-    from instructor.grading import course
+    from instructor.batch import course
 
     incoming = _incoming(tmp_path / "incoming", ("ada", "ben"))
     subs, problems = course.collect_submissions(incoming)

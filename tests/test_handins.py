@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from instructor.grading import course
-from instructor.grading.handins import HandinError, import_bulk, read_roster, recognise
+from instructor.batch import course
+from instructor.classroom.handins import HandinError, import_bulk, read_roster, recognise
 from instructor.layout import REPO
 
 A1 = "01_version_counter"
@@ -195,7 +195,7 @@ def test_grade_reads_a_canvas_zip_with_a_roster_and_lists_what_it_could_not_map(
 
     import nbformat
 
-    from instructor.grading import samples
+    from instructor.authoring import samples
 
     [ada] = [s for s in samples.load_samples("00_orientation") if s.student == "ada"]
     name, nb = samples.build_notebook(ada)

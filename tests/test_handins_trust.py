@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from instructor.grading import cli, course, export, handins
-from instructor.grading.course import QuestionScore, Result
-from instructor.grading.handins import HandinError, import_bulk, read_roster
+from instructor.classroom import cli, export, handins
+from instructor.batch import course
+from instructor.batch.course import QuestionScore, Result
+from instructor.classroom.handins import HandinError, import_bulk, read_roster
 from instructor.layout import REPO
 
 A1 = "01_version_counter"
@@ -248,7 +249,7 @@ MEMORY_RUN = r"""
 import json, resource, sys
 sys.path.insert(0, sys.argv[1])
 import nbformat  # noqa: F401  (loaded before the cap, as the grader has it)
-from instructor.grading import handins
+from instructor.classroom import handins
 src, dest, headroom, mode = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 if mode == "unbounded":   # the control: no per-hand-in bound, everything held in memory (the old importer)
     handins.MAX_HANDIN_BYTES = handins.MAX_HANDIN_NOTEBOOKS = handins.IN_MEMORY_BYTES = 1 << 40

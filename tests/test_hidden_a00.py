@@ -45,7 +45,7 @@ def test_every_mutant_applies_and_compiles():
 def test_the_formula_instead_of_autograd_fails(grade_id):
     """The tasks ask autograd to compute the gradient of the fn they are given: the default's formula
     (sample ``closed_form``) fails, and the message says it fits the default function only."""
-    from instructor.grading.samples import SAMPLES, parse_sample
+    from instructor.authoring.samples import SAMPLES, parse_sample
 
     ns = dict(notebook_namespace("00_orientation"))
     code = next(t for k, g, t in parse_sample(SAMPLES / "00_orientation" / "closed_form.py").blocks
@@ -66,7 +66,7 @@ AUTOGRAD_CHECKS = {"cube_sum_grad_tests": a00.CubeSumGrad, "intermediate_grad_te
 
 
 def _namespace_with(sample_path) -> dict:
-    from instructor.grading.samples import parse_sample
+    from instructor.authoring.samples import parse_sample
 
     ns = dict(notebook_namespace("00_orientation"))
     for kind, grade_id, text in parse_sample(sample_path).blocks:
@@ -118,7 +118,7 @@ FORMULAS = {"cube_sum_grad_tests": lambda v: 3 * v ** 2, "intermediate_grad_test
 
 @pytest.mark.parametrize("grade_id", list(AUTOGRAD_CHECKS))
 def test_a_forged_backward_count_passed_the_old_check_and_fails_now(grade_id):
-    from instructor.grading.samples import REPO
+    from instructor.authoring.samples import REPO
 
     ns = _namespace_with(REPO / "tests" / "hostile" / "00_orientation" / "forged_backward.py")
     check = AUTOGRAD_CHECKS[grade_id]()
@@ -137,7 +137,7 @@ def test_a_forged_backward_count_passed_the_old_check_and_fails_now(grade_id):
 def test_every_drawn_function_separates_autograd_from_the_formula(grade_id):
     """Over many draws (other seeds than the check's): the reference answer (autograd of fn) passes every
     case, the default's formula (sample ``closed_form``) fails every case with a drawn function."""
-    from instructor.grading.samples import SAMPLES
+    from instructor.authoring.samples import SAMPLES
 
     check = AUTOGRAD_CHECKS[grade_id]()
     reference = dict(notebook_namespace("00_orientation"))
@@ -201,7 +201,7 @@ def test_drawing_ends_and_keeps_its_draws_where_torch_allclose_is_patched(monkey
 
 
 def test_a_complex_step_fails_and_is_told_autograd_did_not_compute_it():
-    from instructor.grading.samples import SAMPLES
+    from instructor.authoring.samples import SAMPLES
 
     check = a00.CubeSumGrad()
     ns = _namespace_with(SAMPLES / "00_orientation" / "complex_step.py")
@@ -223,7 +223,7 @@ def test_without_the_detached_piece_a_complex_step_passed():
     """The control: the same drawn functions without `.detach()` and without softplus (what the draw could
     give before) let the complex step through; an op that rejects complex input made it raise the
     NotImplementedError that the generic runner reports as "not implemented yet"."""
-    from instructor.grading.samples import SAMPLES
+    from instructor.authoring.samples import SAMPLES
 
     check = a00.CubeSumGrad()
     ns = _namespace_with(SAMPLES / "00_orientation" / "complex_step.py")

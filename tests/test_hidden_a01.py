@@ -18,7 +18,7 @@ import torch
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 from instructor.hidden.probe_driver import sanitize  # noqa: E402
-from instructor.grading.samples import parse_sample  # noqa: E402
+from instructor.authoring.samples import parse_sample  # noqa: E402
 from instructor.hidden import a01_version_counter as a01  # noqa: E402
 from instructor.hidden import checks_for, run_in_process  # noqa: E402
 

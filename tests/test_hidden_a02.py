@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from autograder.checks import CheckFailed
-from instructor.grading.samples import load_samples
+from instructor.authoring.samples import load_samples
 from instructor.hidden import checks_for, judge_results, run_in_process
 from instructor.hidden import a02_names_and_storage as a02
 

@@ -459,7 +459,7 @@ def test_a_forged_image_and_weights_report_passed_the_old_probe_and_fails_now():
     report: image unchanged, no weight moved); now the tensors come back as data and the grader, in its own
     process, compares them with its copies."""
     from autograder.attack import attack_model
-    from instructor.grading.samples import parse_sample
+    from instructor.authoring.samples import parse_sample
     from instructor.hidden import judge_results
     from instructor.hidden.probe_driver import compile_probe, run_case
     from instructor.layout import REPO
@@ -492,7 +492,7 @@ def test_a_forged_image_and_weights_report_passed_the_old_probe_and_fails_now():
 
 
 def _hostile_attack(name: str) -> str:
-    from instructor.grading.samples import parse_sample
+    from instructor.authoring.samples import parse_sample
     from instructor.layout import REPO
 
     sample = parse_sample(REPO / "tests" / "hostile" / "03_yolo_head" / f"{name}.py")

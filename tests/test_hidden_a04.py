@@ -19,7 +19,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 from autograder import runtime  # noqa: E402
 from instructor.hidden.probe_driver import sanitize  # noqa: E402
-from instructor.grading.samples import parse_sample  # noqa: E402
+from instructor.authoring.samples import parse_sample  # noqa: E402
 from instructor.hidden import a04_in_the_wild as a04  # noqa: E402
 from instructor.hidden import checks_for, run_in_process  # noqa: E402
 

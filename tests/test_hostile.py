@@ -27,8 +27,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from instructor.grading import samples
-from instructor.grading.sandbox import status
+from instructor.authoring import samples
+from instructor.sandbox import status
 
 REPO = Path(__file__).resolve().parents[1]
 HOSTILE = REPO / "tests" / "hostile"
@@ -193,11 +193,11 @@ def test_feedback_shows_the_flags_and_never_the_hidden_part(hostile_batch):
 def test_root_files_stay_closed(hostile_batch):
     """Grading as root, the sandbox is an unprivileged host uid: /etc/shadow, ssh keys, pid 1's
     environment cannot be read (the control, where the sandbox user is host root, is in test_sandbox)."""
-    from instructor.grading.sandbox import drops_privileges
+    from instructor.sandbox import drops_privileges
 
     if os.geteuid() == 0 and not drops_privileges():
         pytest.skip("this host does not let root run bubblewrap privileged: the sandbox is root outside "
-                    "(python -m instructor.grading.sandbox reports it)")
+                    "(python -m instructor.sandbox reports it)")
     html = hostile_batch["feedback"]["root_files"]
     assert "closed:" in html and "/etc/shadow" in html, "the reading cell did not run"
     import re
@@ -212,7 +212,7 @@ def test_the_disk_is_bounded_per_submission(hostile_batch):
     html = hostile_batch["feedback"]["disk_fill"]
     wrote = [int(n) for n in re.findall(r"WROTE (\d+) MiB", html)]
     assert len(wrote) == 3, "the filling cell did not run"
-    from instructor.grading.sandbox import can_bound_disk
+    from instructor.sandbox import can_bound_disk
 
     if can_bound_disk():  # the bound is a tmpfs the grader mounts (root with CAP_SYS_ADMIN)
         assert max(wrote) <= DISK_MB, f"{wrote} MiB written with a bound of {DISK_MB} MiB"
@@ -245,7 +245,8 @@ STOPPED_BY_THE_CHECKS = ("eq_always_true", "stack_frames")
 
 @pytest.fixture(scope="session")
 def unguarded_scores(tmp_path_factory):
-    from instructor.grading import bench, course
+    from instructor.authoring import bench
+    from instructor.batch import course
 
     root = tmp_path_factory.mktemp("unguarded")
     corpus = [s for s in _hostile_samples() if s.student in UNGUARDED + STOPPED_BY_THE_CHECKS]

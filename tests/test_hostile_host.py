@@ -22,7 +22,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from instructor.grading import course, samples
+from instructor.batch import course
+from instructor.authoring import samples
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow]

@@ -5,7 +5,7 @@ corpus of payloads, each of which, if it runs, logs ``PWNED:<name>`` to the cons
 ``http://127.0.0.1:9/pwned/<name>``) is shown in Chromium as:
 
 * the student's feedback page, as the grading pipeline writes it (layer 1: the whole rendered page
-  through nh3, :func:`instructor.grading.sanitize.clean_page`; layer 2: a ``script-src 'none'``
+  through nh3, :func:`instructor.engine.sanitize.clean_page`; layer 2: a ``script-src 'none'``
   Content-Security-Policy ``<meta>``);
 * formgrader's page for the submission, served by the course's formgrader extension in a real
   Jupyter server as ``make lab-instructor`` configures it (layer 1: the notebook part through nh3;
@@ -122,7 +122,7 @@ def _feedback_config(defended: bool):
     from nbgrader.server_extensions.formgrader import handlers
     from traitlets.config import Config
 
-    from instructor.grading.sanitize import InertNotebook, clean_html
+    from instructor.engine.sanitize import InertNotebook, clean_html
 
     c = Config()
     c.HTMLExporter.template_name = "feedback"  # what nbgrader's GenerateFeedback sets
@@ -130,7 +130,7 @@ def _feedback_config(defended: bool):
     c.HTMLExporter.extra_template_paths = [os.path.join(handlers.static_path, "node_modules", "bootstrap", "dist",
                                                         "css")]
     c.HTMLExporter.preprocessors = [CSSHTMLHeaderPreprocessor] + ([InertNotebook] if defended else [])
-    if defended:  # as instructor/grading/pipeline.py:sandboxed_config configures generate_feedback
+    if defended:  # as instructor/engine/pipeline.py:sandboxed_config configures generate_feedback
         c.HTMLExporter.sanitize_html = True
         c.HTMLExporter.filters = {"clean_html": clean_html}
     return c
@@ -139,9 +139,9 @@ def _feedback_config(defended: bool):
 @contextlib.contextmanager
 def isolation_off():
     """The course's exporter without its isolation of each piece of student markup
-    (:func:`instructor.grading.sanitize.isolate_fragment`, ``tests/test_page_takeover.py``): the page as
+    (:func:`instructor.engine.sanitize.isolate_fragment`, ``tests/test_page_takeover.py``): the page as
     nbconvert's template writes it, for the controls and the policy-only pages."""
-    from instructor.grading.feedback import template_exporter_class
+    from instructor.engine.feedback import template_exporter_class
 
     cls = template_exporter_class()
     cls.isolate_student_markup = False
@@ -159,8 +159,8 @@ def _feedback_pages(nb, out: Path) -> dict:
     only (its CSP <meta> taken out), policy only (nbconvert's raw page plus the <meta>), control."""
     import copy
 
-    from instructor.grading.feedback import exporter_class, template_exporter_class
-    from instructor.grading.sanitize import FEEDBACK_CSP
+    from instructor.engine.feedback import exporter_class, template_exporter_class
+    from instructor.engine.sanitize import FEEDBACK_CSP
 
     defended, _ = exporter_class()(config=_feedback_config(True)).from_notebook_node(
         copy.deepcopy(nb), resources=copy.deepcopy(FEEDBACK_RESOURCES))
@@ -208,8 +208,8 @@ def _formgrader_variants(nb_path: Path) -> dict:
     from nbgrader.server_extensions.formgrader import handlers
     from traitlets.config import Config
 
-    from instructor.grading import course
-    from instructor.grading.formgrader import _render_with, secure_submission_page
+    from instructor.batch import course
+    from instructor.classroom.formgrader import _render_with, secure_submission_page
 
     def config(course_settings: bool):
         c = course.load_config(REPO) if course_settings else Config()  # the repository's nbgrader_config.py
@@ -450,8 +450,8 @@ def test_each_layer_alone_on_the_markup(tmp_path):
     (even with nothing before it), and the two known bypasses are what makes the raw page live."""
     import copy
 
-    from instructor.grading.feedback import template_exporter_class
-    from instructor.grading.sanitize import clean_page, inert_output
+    from instructor.engine.feedback import template_exporter_class
+    from instructor.engine.sanitize import clean_page, inert_output
 
     nb, _ = _hostile_notebook()
     with isolation_off():

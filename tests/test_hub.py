@@ -1,4 +1,4 @@
-"""The course's JupyterHub (hub/, instructor/grading/hub.py): a real hub on free ports, as root.
+"""The course's JupyterHub (hub/, instructor/classroom/hub.py): a real hub on free ports, as root.
 
 Accounts are real OS accounts named ``icxt-*`` (removed afterwards, also when a test fails): the
 shared grader account, an instructor and a second grader, two students. A student logs in over HTTP
@@ -51,8 +51,8 @@ WHY_NOT = _why_not()
 if WHY_NOT is None:
     import requests
 
-    from instructor.grading import hub as hubmod
-    from instructor.grading.handins import HandinError
+    from instructor.classroom import hub as hubmod
+    from instructor.classroom.handins import HandinError
 
 needs_hub = pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")
 
@@ -331,12 +331,12 @@ def test_graders_reach_formgrader_as_the_hub_service_and_students_do_not(deploye
 
 
 def grader_sandbox_report(deployed) -> dict:
-    """``python -m instructor.grading.sandbox`` as the grader account, in the course folder (run once)."""
+    """``python -m instructor.sandbox`` as the grader account, in the course folder (run once)."""
     if "report" not in deployed:
         hub = deployed["hub"]
         g = hub.names.grader_account
         env = ["env", "-i", f"PATH={hub.env}/bin:/usr/bin:/bin", f"HOME=/home/{g}", "LANG=C.UTF-8"]
-        r = subprocess.run(["runuser", "-u", g, "--", *env, str(hub.python), "-m", "instructor.grading.sandbox"],
+        r = subprocess.run(["runuser", "-u", g, "--", *env, str(hub.python), "-m", "instructor.sandbox"],
                            cwd=hub.course, capture_output=True, text=True, timeout=120)
         deployed["report"] = json.loads(r.stdout)
     return deployed["report"]
@@ -383,7 +383,7 @@ def test_the_sandbox_as_the_grader_account(deployed):
             "print('PID1', 'CANARY' if b'grader-secret-7731' in seen else 'CLEAN')\n")
     script = ("import sys, tempfile, subprocess, os\n"
               "from pathlib import Path\n"
-              "from instructor.grading import isolation\n"
+              "from instructor.sandbox import isolation\n"
               "d = Path(tempfile.mkdtemp(dir=os.environ['HOME']))\n"
               f"r = subprocess.run(isolation.bwrap_argv(d, [sys.executable, '-c', {code!r}]), capture_output=True, text=True)\n"
               "print(r.stdout, r.stderr)\n")
@@ -429,7 +429,7 @@ def test_roster_import_refuses_a_bad_class_list_by_file_and_line(deployed, tmp_p
         hubmod.add_grader(hub, f"{NP}student1")
     assert not hubmod.in_group(f"{NP}student1", hub.names.graders)
     # the command line says it too, and exits non-zero
-    r = subprocess.run([sys.executable, "-m", "instructor.grading.hub", "roster", str(bad), "--prefix", hub.prefix],
+    r = subprocess.run([sys.executable, "-m", "instructor.classroom.hub", "roster", str(bad), "--prefix", hub.prefix],
                        capture_output=True, text=True, cwd=REPO, timeout=60)
     assert r.returncode == 2 and f"error: {bad}: line 3" in r.stderr, r.stderr
     # a good one: the account, its initial password, the gradebook, and a login without restarting the hub
@@ -451,7 +451,7 @@ def test_formgrader_from_the_hub_collects_and_autogrades_with_the_trusted_pipeli
     """Released to the exchange by the grader account; fetched and submitted by a student (nbgrader's
     own commands, as the student, with the hub's student config); Collect and Autograde pressed in
     formgrader through the hub by the second grader: formgrader (the grader account, not root) hands the
-    submission to the root-owned grading service the hub started (instructor/grading/service.py), which
+    submission to the root-owned grading service the hub started (instructor/service/__init__.py), which
     grades it with the course's pipeline, the kernel in bubblewrap as a reserved uid; formgrader records it."""
     hub, url = deployed["hub"], deployed["url"]
     me = f"{NP}student1"

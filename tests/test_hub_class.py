@@ -1,9 +1,9 @@
 """A class on the course's JupyterHub: due dates, the late penalty, and (slow, in Chromium) the whole
 round of one assignment between an instructor and two students.
 
-Fast tests: the late-penalty plugin (instructor/grading/late.py) on its own and through nbgrader's
+Fast tests: the late-penalty plugin (instructor/classroom/late.py) on its own and through nbgrader's
 ``AssignLatePenalties`` step with the course's configuration (the step the trusted pipeline keeps), and
-``python -m instructor.grading.hub due`` writing the gradebook's due date (UTC unless a zone is given).
+``python -m instructor.classroom.hub due`` writing the gradebook's due date (UTC unless a zone is given).
 
 The slow test mirrors tests/test_hub.py (a real hub on free ports as root, OS accounts ``icxc-*``
 removed afterwards, also on failure); see its docstring for what it does.
@@ -26,8 +26,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-from instructor.grading import hub as hubmod  # noqa: E402
-from instructor.grading.late import PerDayPenalty, days_late  # noqa: E402
+from instructor.classroom import hub as hubmod  # noqa: E402
+from instructor.classroom.late import PerDayPenalty, days_late  # noqa: E402
 
 ASSIGNMENT = "00_orientation"
 HOUR, DAY = 3600.0, 86400.0
@@ -60,11 +60,11 @@ def test_per_day_penalty_on_time_one_hour_late_and_capped():
 def test_the_course_configuration_names_the_plugin_and_the_pipeline_keeps_the_step():
     from nbgrader.preprocessors import AssignLatePenalties
 
-    from instructor.grading.pipeline import replay_config, sandboxed_config
+    from instructor.engine.pipeline import replay_config, sandboxed_config
     from instructor.layout import load_config
 
     config = load_config(REPO)
-    assert config.AssignLatePenalties.plugin_class == "instructor.grading.late.PerDayPenalty"
+    assert config.AssignLatePenalties.plugin_class == "instructor.classroom.late.PerDayPenalty"
     assert AssignLatePenalties(config=config).plugin_class is PerDayPenalty
     for cfg in (sandboxed_config(REPO), replay_config(REPO)):
         assert AssignLatePenalties in cfg.Autograde.autograde_preprocessors
@@ -74,7 +74,7 @@ def _gradebook_with_a_submission(path: Path, due: dt.datetime, submitted: dt.dat
     """A gradebook: one assignment (one notebook, one 8-point test cell), one submission scored ``auto``."""
     from nbgrader.api import Gradebook
 
-    from instructor.grading.pipeline import prepare_environment
+    from instructor.engine.pipeline import prepare_environment
 
     prepare_environment()  # nbgrader runs `alembic` by name
 
@@ -116,7 +116,7 @@ def test_nbgrader_assigns_the_course_penalty_in_the_gradebook(tmp_path, late_by,
         assert nb.late_submission_penalty == (pytest.approx(expected) if expected is not None else None)
         sub = gb.find_submission(ASSIGNMENT, "s1")
         assert sub.late_submission_penalty == pytest.approx(expected or 0)
-        from instructor.grading.export import sheet_from_gradebook
+        from instructor.classroom.export import sheet_from_gradebook
 
         entry = sheet_from_gradebook(gb, ["s1"]).grades[("s1", ASSIGNMENT)]
         assert entry.score == pytest.approx(auto - (expected or 0))
@@ -166,7 +166,7 @@ def test_due_sets_the_assignment_due_date_in_the_course_gradebook(tmp_path, monk
     with Gradebook(f"sqlite:///{hub.course / 'gradebook.db'}") as gb:
         assert gb.find_assignment(ASSIGNMENT).duedate is None
     # the command line: a bad date is refused with the form to use, exit 2
-    r = subprocess.run([sys.executable, "-m", "instructor.grading.hub", "due", ASSIGNMENT, "next friday",
+    r = subprocess.run([sys.executable, "-m", "instructor.classroom.hub", "due", ASSIGNMENT, "next friday",
                         "--prefix", str(hub.root)], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert r.returncode == 2 and "YYYY-MM-DD HH:MM" in r.stderr, r.stderr
 
@@ -281,7 +281,7 @@ def test_a_class_on_the_hub_release_submit_late_forged_grade_feedback(class_hub)
     from nbgrader.api import Gradebook
     from nbgrader.utils import parse_utc
 
-    from instructor.grading import samples
+    from instructor.authoring import samples
     from test_browser import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, _close_dialog, _save_failure
     from test_exchange_gui import _modal
     from test_hub import Client, as_user, can_read
@@ -295,7 +295,7 @@ def test_a_class_on_the_hub_release_submit_late_forged_grade_feedback(class_hub)
     gradebook = f"sqlite:///{hub.course / 'gradebook.db'}"
 
     def hub_cli(*argv):
-        r = subprocess.run([sys.executable, "-m", "instructor.grading.hub", *argv, "--prefix", str(hub.root)],
+        r = subprocess.run([sys.executable, "-m", "instructor.classroom.hub", *argv, "--prefix", str(hub.root)],
                            capture_output=True, text=True, cwd=REPO, timeout=120)
         assert r.returncode == 0, r.stdout + r.stderr
         return r.stdout
@@ -480,7 +480,7 @@ def test_grade_on_another_folder_keeps_the_hand_in_time_and_the_late_penalty(tmp
     notebooks were copied and nbgrader saw no late hand-in.)"""
     from nbgrader.api import Gradebook
 
-    from instructor.grading import samples
+    from instructor.authoring import samples
 
     ada = next(s for s in samples.load_samples(ASSIGNMENT) if s.student == "ada")
     name, nb = samples.build_notebook(ada)

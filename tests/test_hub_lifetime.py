@@ -1,6 +1,6 @@
 """Nothing the hub starts outlives it (issue 36, item 8).
 
-The hub starts the root-owned grading service (instructor/grading/service.py) in a session of its own, as
+The hub starts the root-owned grading service (instructor/service/__init__.py) in a session of its own, as
 JupyterHub starts every service (``start_new_session=True``): a signal to the hub's process group, a
 crash or the OOM killer ends the hub and never reaches the service. Before the defence, each such end
 left a root service running, with its grading workers and their pre-started sandboxes; the next hub's
@@ -36,8 +36,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from instructor.grading import service  # noqa: E402
-from instructor.grading.hub import Hub  # noqa: E402
+from instructor import service  # noqa: E402
+from instructor.classroom.hub import Hub  # noqa: E402
 
 pytestmark = pytest.mark.slow
 NP = "icxl-"
@@ -266,7 +266,7 @@ def test_sigint_ends_the_service_at_once_even_ignored_by_the_hub(hub_service):
         hub.wait()
     cmd = hub_service["service"]["command"]
     no_handlers = [cmd[0], "-c", "import runpy, signal, sys; signal.signal = lambda *a: None; sys.argv[0] = 'x'; "
-                   "runpy.run_module('instructor.grading.service', run_name='__main__')", *cmd[3:]]
+                   "runpy.run_module('instructor.service', run_name='__main__')", *cmd[3:]]
     hub, pid, procs = start_hub(hub_service, command=no_handlers, ignore_sigint=True)
     try:
         os.kill(pid, signal.SIGINT)

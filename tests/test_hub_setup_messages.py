@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from instructor.grading import hub as hubmod
+from instructor.classroom import hub as hubmod
 
 
 @pytest.fixture

@@ -38,7 +38,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from instructor.grading import samples
+from instructor.authoring import samples
 from test_browser import CHROMIUM, CHROMIUM_ARGS, _free_port, _require_browser
 
 pytestmark = pytest.mark.browser

@@ -19,8 +19,8 @@ from nbformat.v4 import new_code_cell, new_notebook, new_output
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from instructor.grading import pipeline  # noqa: E402
-from instructor.grading.confirm import ERROR_TAIL_BYTES, ERROR_TAIL_LINES  # noqa: E402
+from instructor.engine import pipeline  # noqa: E402
+from instructor.engine.confirm import ERROR_TAIL_BYTES, ERROR_TAIL_LINES  # noqa: E402
 from instructor.hidden import Verdict  # noqa: E402
 from instructor.layout import gradebook_layout  # noqa: E402
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from instructor.grading import course
+from instructor.batch import course
 
 REPO = course.REPO
 SOURCE = sorted((REPO / "source").rglob("*.ipynb"))

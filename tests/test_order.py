@@ -24,7 +24,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from instructor.grading import samples, sandbox, zygote
+from instructor.authoring import samples
+from instructor import sandbox
+from instructor.sandbox import zygote
 
 REPO = Path(__file__).resolve().parents[1]
 CLASS = ("tmp_user", "ada", "tmp_planter")

@@ -12,7 +12,7 @@ script, so neither the sanitizer nor the Content-Security-Policy had anything to
 2. *Overlay.* The pages ship Bootstrap 3: ``<a class="modal-backdrop in" href=...>`` is a fixed
    full-window link, ``navbar-fixed-top`` a fixed banner; a click anywhere loaded the student's URL.
 
-The defence (:func:`instructor.grading.sanitize.isolate_fragment` and ``isolate_notebook``, run by the
+The defence (:func:`instructor.engine.sanitize.isolate_fragment` and ``isolate_notebook``, run by the
 exporter behind the feedback page and formgrader's page): each piece of student markup closed on its
 own, ids prefixed ``user-content-``, no ``name``, no class but nbconvert's own, no style but a table
 cell's alignment; nothing of the student's inside the template's own tags. The class report has no
@@ -38,9 +38,9 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from autograder.lab import instructor_env
-from instructor.grading import report
-from instructor.grading.pipeline import QuestionScore, Result
-from instructor.grading.sanitize import ID_PREFIX, isolate_fragment, isolate_notebook, render_markdown
+from instructor.classroom import report
+from instructor.engine.pipeline import QuestionScore, Result
+from instructor.engine.sanitize import ID_PREFIX, isolate_fragment, isolate_notebook, render_markdown
 from test_browser import CHROMIUM, CHROMIUM_ARGS, _free_port, _require_browser
 from test_html_two_layers import FEEDBACK_RESOURCES, PNG, _feedback_config, isolation_off as defence_off
 
@@ -282,7 +282,7 @@ def test_isolate_notebook_keeps_the_student_out_of_the_template_s_tags():
 
 
 def test_the_feedback_page_carries_no_student_class_id_or_name_and_the_control_does():
-    from instructor.grading.feedback import exporter_class
+    from instructor.engine.feedback import exporter_class
 
     nb = _notebook()
 
@@ -307,7 +307,7 @@ def test_feedback_page_payloads_stay_in_their_cells_and_the_control_shows_them_o
     _require_browser()
     from playwright.sync_api import sync_playwright
 
-    from instructor.grading.feedback import exporter_class
+    from instructor.engine.feedback import exporter_class
 
     files = {}
     for variant in ("defended", "control"):
@@ -489,7 +489,7 @@ def _control_page(course: Path, student: str, submission_id: str) -> tuple[str, 
     from nbgrader.server_extensions.formgrader import handlers
     from traitlets.config import Config
 
-    from instructor.grading.formgrader import _render_with, secure_submission_page
+    from instructor.classroom.formgrader import _render_with, secure_submission_page
 
     c = Config()
     c.HTMLExporter.template_name = "formgrade"  # as nbgrader's FormgradeExtension configures it

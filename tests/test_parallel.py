@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from instructor.grading import samples
+from instructor.authoring import samples
 
 REPO = Path(__file__).resolve().parents[1]
 EQUIVALENCE = ("00_orientation", "01_version_counter")
@@ -153,7 +153,7 @@ def test_an_interrupted_batch_resumes_without_grading_anything_twice(tmp_path, j
 def test_a_worker_grades_in_place_only_in_the_folder_of_its_batch(tmp_path):
     """Workers record in the course folder only when they see the very folder the grading process
     marked for this batch; anything else (another machine, an old or forged mark) grades privately."""
-    from instructor.grading import parallel
+    from instructor.batch import parallel
 
     shared = parallel.batch_token(tmp_path)
     assert parallel.sees_course(shared) == tmp_path
@@ -174,7 +174,7 @@ def test_grading_on_a_dask_cluster_retries_a_dead_worker_and_flags_a_killer(tmp_
     import dask
     from distributed import Client, LocalCluster
 
-    from instructor.grading import course
+    from instructor.batch import course
 
     incoming = _orientation_class(tmp_path, {"ann": "ada", "bob": "ada", "cat": "ben", "dan": "cy"})
     marker = tmp_path / "bob-died-once"
@@ -197,8 +197,8 @@ def test_grading_on_a_dask_cluster_retries_a_dead_worker_and_flags_a_killer(tmp_
 
 
 def test_the_bench_says_when_the_first_submission_began_and_the_last_ended():
-    from instructor.grading import bench
-    from instructor.grading.pipeline import Result
+    from instructor.authoring import bench
+    from instructor.engine.pipeline import Result
 
     results = [Result("a", "x", ok=True, started=105.0, seconds=20.0), Result("b", "x", ok=True, started=103.5,
                                                                              seconds=30.0),
@@ -214,7 +214,7 @@ def test_the_bench_measures_what_n_cores_give_at_the_moment(monkeypatch):
     child. Here the loop "takes" 1 s alone and 2 s in a child (a child is another process)."""
     import os
 
-    from instructor.grading import bench
+    from instructor.authoring import bench
 
     parent = os.getpid()
     monkeypatch.setattr(bench, "speed_probe", lambda: 1.0 if os.getpid() == parent else 2.0)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from instructor.grading import course, samples
+from instructor.batch import course
+from instructor.authoring import samples
 from conftest import RELEASE_STUDENT, SOURCE_STUDENT
 
 ASSIGNMENTS = course.assignments()

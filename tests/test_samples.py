@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from instructor.grading import samples
+from instructor.authoring import samples
 
 
 @pytest.mark.parametrize("sample", samples.load_samples(), ids=lambda s: f"{s.assignment}/{s.student}")

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from instructor.grading import isolation, sandbox
+from instructor.sandbox import isolation
+from instructor import sandbox
 from instructor.hidden.probe_driver import sanitize, unwrap
 
 REPO = Path(__file__).resolve().parents[1]
@@ -148,7 +149,7 @@ def test_the_sandbox_is_never_root_outside(tmp_path):
     """Grading as root, the sandbox runs as an unprivileged *host* uid: root's files stay closed."""
     if __import__("os").geteuid() == 0 and not sandbox.drops_privileges():
         pytest.skip("this host does not let root run bubblewrap privileged (no CAP_SYS_ADMIN): the sandbox "
-                    "falls back to a user namespace, root outside, and `python -m instructor.grading.sandbox` says so")
+                    "falls back to a user namespace, root outside, and `python -m instructor.sandbox` says so")
     res, out = _run(tmp_path, _READER)
     assert res.returncode == 0 and res.sandboxed, res
     inside, outside = int(out["uid_map"][0]), int(out["uid_map"][1])
@@ -239,16 +240,18 @@ def test_results_outside_the_limits_are_never_unpickled(tmp_path):
 
     import torch
 
+    from instructor.engine import results
+
     honest = tmp_path / "honest.pt"
     torch.save([{"y": torch.randn(3, 4), "msg": "ok"}, (1, 2.5)], honest)
-    assert sandbox.load_data(honest)[0]["msg"] == "ok"
+    assert results.load_data(honest)[0]["msg"] == "ok"
 
     bomb = tmp_path / "bomb.pt"
     _zip_bomb(bomb, records=4)
     assert bomb.stat().st_size < 1 << 20
     t0 = time.monotonic()
-    with pytest.raises(sandbox.ResultTooLarge, match="compressed"):
-        sandbox.load_data(bomb)
+    with pytest.raises(results.ResultTooLarge, match="compressed"):
+        results.load_data(bomb)
     assert time.monotonic() - t0 < 1
 
     shared = tmp_path / "shared.pt"  # 2**40 leaves in a few hundred bytes: each level shares the one below
@@ -257,26 +260,26 @@ def test_results_outside_the_limits_are_never_unpickled(tmp_path):
         v = [v, v]
     torch.save(v, shared)
     assert shared.stat().st_size < 10_000
-    with pytest.raises(sandbox.ResultTooLarge, match="items"):
-        sandbox.load_data(shared)
+    with pytest.raises(results.ResultTooLarge, match="items"):
+        results.load_data(shared)
 
     strided = tmp_path / "strided.pt"  # a stride-0 view claims 2**40 elements over one float
     torch.save(torch.zeros(1).expand(1 << 40), strided)
-    with pytest.raises(sandbox.ResultTooLarge, match="MiB"):
-        sandbox.load_data(strided)
+    with pytest.raises(results.ResultTooLarge, match="MiB"):
+        results.load_data(strided)
     # the control: plain torch.load takes the last two as they come
     assert torch.load(strided, weights_only=True).numel() == 1 << 40
     assert len(torch.load(shared, weights_only=True)) == 2
 
     many = tmp_path / "many.pt"
-    torch.save([torch.zeros(1) for _ in range(sandbox.MAX_RECORDS + 1)], many)
-    with pytest.raises(sandbox.ResultTooLarge, match="records"):
-        sandbox.load_data(many)
+    torch.save([torch.zeros(1) for _ in range(results.MAX_RECORDS + 1)], many)
+    with pytest.raises(results.ResultTooLarge, match="records"):
+        results.load_data(many)
 
 
 @needs_bwrap
 def test_the_report_names_the_identity_and_each_protection():
-    """``python -m instructor.grading.sandbox``: measured in a sandboxed process, not assumed."""
+    """``python -m instructor.sandbox``: measured in a sandboxed process, not assumed."""
     rep = sandbox.report(sandbox.Limits())
     proc = rep["sandboxed process"]
     if __import__("os").geteuid() == 0 and not sandbox.drops_privileges():
@@ -319,7 +322,7 @@ def test_the_course_own_cells_get_a_shorter_limit_in_the_confirmation():
     stuck in a student's function; answers and the student's own cells keep the full cell limit."""
     import nbformat
 
-    from instructor.grading import confirm
+    from instructor.engine import confirm
 
     [release] = sorted((REPO / "release" / "03_yolo_head").glob("*.ipynb"))
     nb = nbformat.read(release, as_version=4)
@@ -340,7 +343,7 @@ def test_a_new_gradebook_needs_no_alembic_subprocess(tmp_path, monkeypatch):
     `alembic heads` says (the subprocess nbgrader runs for every new gradebook)."""
     import nbgrader.api
 
-    from instructor.grading import pipeline
+    from instructor.engine import pipeline
 
     # nbgrader's own function (an earlier test in this process may have installed the course's already)
     original = getattr(nbgrader.api.get_alembic_version, "_original", nbgrader.api.get_alembic_version)
@@ -360,7 +363,7 @@ def test_a_new_gradebook_needs_no_alembic_subprocess(tmp_path, monkeypatch):
 
 _KILLED_GRADER = """
 import os, sys
-from instructor.grading import sandbox
+from instructor import sandbox
 space = sandbox.Workspace(sandbox.Limits(), parent=sys.argv[1]).__enter__()
 (space / "answer.bin").write_bytes(b"x" * 4096)       # what a submission wrote, held in memory by the tmpfs
 group = sandbox.Cgroup(sandbox.Limits(), sandbox.status()["cgroup"])

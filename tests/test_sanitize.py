@@ -1,4 +1,4 @@
-"""The sanitizer of instructor/grading/sanitize.py, without a browser (tests/test_inert_html.py has one).
+"""The sanitizer of instructor/engine/sanitize.py, without a browser (tests/test_inert_html.py has one).
 
 Every payload kind of the hostile sample ``html_payloads`` is removed from HTML, markdown and outputs;
 ordinary content (markdown text, tables, plots, the course's own markdown) stays as it was; the
@@ -17,8 +17,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from bleach._vendor import html5lib
-from instructor.grading import samples
-from instructor.grading.sanitize import InertNotebook, clean_html, inert_markdown, is_inert, render_markdown
+from instructor.authoring import samples
+from instructor.engine.sanitize import InertNotebook, clean_html, inert_markdown, is_inert, render_markdown
 
 REPO = Path(__file__).resolve().parents[1]
 JS = "document.title='pwned';alert('pwned');fetch('http://127.0.0.1:47631/pwned',{mode:'no-cors'})"
@@ -205,7 +205,8 @@ def test_the_preprocessor_makes_a_notebook_inert():
 def test_wired_into_grading_feedback_and_formgrader(tmp_path):
     from nbgrader.preprocessors import SaveAutoGrades
 
-    from instructor.grading import course, pipeline
+    from instructor.batch import course
+    from instructor.engine import pipeline
 
     cfg = pipeline.sandboxed_config(tmp_path)
     assert InertNotebook in cfg.Autograde.sanitize_preprocessors
@@ -225,7 +226,7 @@ def test_wired_into_grading_feedback_and_formgrader(tmp_path):
     assert list(replay.Autograde.autograde_preprocessors) == [SaveAutoGrades, AssignLatePenalties]
     # nbgrader_config.py: every HTMLExporter nbgrader makes from it (formgrader's) is configured too
     plain = course.load_config(tmp_path)
-    assert plain.HTMLExporter.preprocessors == ["instructor.grading.sanitize.InertNotebook"]
+    assert plain.HTMLExporter.preprocessors == ["instructor.engine.sanitize.InertNotebook"]
     assert plain.HTMLExporter.sanitize_html is True
 
 
@@ -236,7 +237,7 @@ def test_formgraders_exporter_renders_a_hostile_notebook_inert(tmp_path):
     from nbconvert.exporters import HTMLExporter
     from nbgrader.server_extensions.formgrader import handlers
 
-    from instructor.grading import course
+    from instructor.batch import course
 
     cfg = course.load_config(tmp_path)
     cfg.HTMLExporter.template_name = "formgrade"

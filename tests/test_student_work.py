@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 from autograder.lab import prepare_workspace
-from instructor.grading import course
+from instructor.batch import course
 
 REPO = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "00_orientation"

@@ -5,7 +5,7 @@ answers (the silent-wrong fixes the section warns about) or pass (correct answer
 The session's grading run (``conftest.graded``: real nbgrader, every sample, source and release
 notebook) already executed every test cell; a cell whose visible tests passed but whose hidden part
 failed ends in ``HiddenTestFailed``, so its visible outcome is read from the autograded notebook with
-no extra run. (``python -m instructor.grading.visible`` runs samples in the release itself, for
+no extra run. (``python -m instructor.authoring.visible`` runs samples in the release itself, for
 authors.) Every failure must read the course's way: at most ten lines, the friendly line first, no
 Python traceback and no chained exception — the untouched release notebooks included, which is a
 student's very first failure, as nbgrader's feedback shows it.
@@ -15,7 +15,8 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from instructor.grading import course, samples, visible
+from instructor.batch import course
+from instructor.authoring import samples, visible
 
 VISIBLE = [s for s in samples.load_samples() if s.expect_visible]
 MAX_LINES = 10

@@ -1,4 +1,4 @@
-"""The pre-started sandbox (:mod:`instructor.grading.zygote`): every run a fork of one server, and
+"""The pre-started sandbox (:mod:`instructor.sandbox.zygote`): every run a fork of one server, and
 nothing of one submission reaches the next.
 
 Each defence is shown next to its control: with the clean-up between submissions switched off, a
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from instructor.grading import sandbox, zygote
+from instructor import sandbox
+from instructor.sandbox import zygote
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not zygote.enabled(sandbox.Limits()),

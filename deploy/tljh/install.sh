@@ -10,7 +10,7 @@
 #   3. the course checkout in /opt/inplace-course, closed to other accounts;
 #   4. the course's environment there (make setup: .venv with constraints.txt) and the hub's part of
 #      it: accounts, course folder, exchange, the students' and grader's Jupyter config
-#      (python -m instructor.grading.hub setup, as make hub does, without starting its hub);
+#      (python -m instructor.classroom.hub setup, as make hub does, without starting its hub);
 #   5. the course's packages in TLJH's user environment, with constraints.txt;
 #   6. TLJH's settings (deploy/tljh/config.yaml, written here with tljh-config), the class list;
 #   7. the extra hub config (formgrader as a service) and a reload.
@@ -58,7 +58,7 @@ fi
 make -C "$CHECKOUT" setup
 "$CHECKOUT/.venv/bin/python" -m pip install --quiet -c "$CHECKOUT/constraints.txt" \
     -c "$CHECKOUT/hub/constraints-hub.txt" jupyterhub
-( cd "$CHECKOUT" && .venv/bin/python -m instructor.grading.hub setup --prefix "$PREFIX" --lock-checkout )
+( cd "$CHECKOUT" && .venv/bin/python -m instructor.classroom.hub setup --prefix "$PREFIX" --lock-checkout )
 
 # 5. The course's packages in TLJH's user environment (what students' servers run): the course
 #    package `autograder` as plain files (not editable: nothing points into the closed checkout)
@@ -91,8 +91,8 @@ if [ -n "$ROSTER" ]; then
   ( cd "$CHECKOUT" && .venv/bin/python - "$ROSTER" "$PREFIX" <<'PY'
 import sys
 from pathlib import Path
-from instructor.grading.handins import read_roster
-from instructor.grading.hub import Hub, add_to_gradebook
+from instructor.classroom.handins import read_roster
+from instructor.classroom.hub import Hub, add_to_gradebook
 students = read_roster(Path(sys.argv[1]))          # refuses a bad file with its line numbers
 add_to_gradebook(Hub.load(Path(sys.argv[2])), [(s.id, s) for s in students])
 print("\n".join(s.id for s in students))
@@ -116,6 +116,6 @@ tljh-config reload hub
 # The sandbox as the grader account (what formgrader's Autograde uses): must report bubblewrap true.
 GRADER="$(cd "$CHECKOUT" && .venv/bin/python -c 'import json,sys; h=json.load(open(sys.argv[1])); print(h["names_prefix"]+"inplace-grader")' "$PREFIX/state/hub.json")"
 ( cd "$PREFIX/course" && runuser -u "$GRADER" -- env -i PATH="$PREFIX/env/bin:/usr/bin:/bin" HOME="/home/$GRADER" \
-    LANG=C.UTF-8 "$PREFIX/env/bin/python" -m instructor.grading.sandbox ) || \
+    LANG=C.UTF-8 "$PREFIX/env/bin/python" -m instructor.sandbox ) || \
   echo "warning: the sandbox check failed: is kernel.unprivileged_userns_clone (or AppArmor's userns restriction) blocking bubblewrap?" >&2
 echo "TLJH is up: graders in $PREFIX/graders.txt open /services/inplace-course/formgrader"

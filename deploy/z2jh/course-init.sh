@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Init container of the formgrader service (formgrader.yaml), grader image, as the notebook user:
 # fills the course folder on its volume from the image's copy of the course, the way
-# instructor/grading/hub.py's copy_course does on one machine: missing files only (an instructor's
+# instructor/classroom/hub.py's copy_course does on one machine: missing files only (an instructor's
 # edits, the gradebook, submitted/ and autograded/ stay), then ngshare's exchange in its
 # nbgrader_config.py, once.
 set -euo pipefail

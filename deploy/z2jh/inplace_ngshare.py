@@ -3,7 +3,7 @@
 ngshare_exchange sends the hub API token it finds in the process environment. The formgrader
 service must not keep its token there: grading runs bubblewrap with the service's environment, and a
 submission can read it (docs/deploying.md, threat model). The grader's Jupyter config (written by
-``instructor.grading.hub.jupyter_configs``) moves the token out of the environment into
+``instructor.classroom.hub.jupyter_configs``) moves the token out of the environment into
 ``sys._inplace_hub_token``; these classes send that one. Students' servers use ngshare_exchange's own
 classes (their token is their own). Selected by ``deploy/z2jh/nbgrader_config_grader.py``.
 """

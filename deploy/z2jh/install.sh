@@ -40,7 +40,7 @@ import csv, sys
 sys.path.insert(0, "/srv/inplace/course")
 from pathlib import Path
 from nbgrader.api import Gradebook
-from instructor.grading.handins import read_roster
+from instructor.classroom.handins import read_roster
 students = read_roster(Path("/srv/inplace/course/class.csv"))
 with Gradebook("sqlite:////srv/inplace/course/gradebook.db", course_id="inplace-autograd") as gb:
     for s in students:

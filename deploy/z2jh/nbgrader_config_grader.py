@@ -1,6 +1,6 @@
 # --- Zero to JupyterHub (deploy/z2jh/nbgrader_config_grader.py): ngshare's exchange for formgrader.
 # course-init.sh appends this block to the course folder's nbgrader_config.py, after the course's own
-# settings, so it replaces the filesystem exchange's collect (instructor.grading.exchange checks file
+# settings, so it replaces the filesystem exchange's collect (instructor.classroom.exchange checks file
 # owners in a shared folder; with ngshare the hub token names the submitter). The classes are
 # ngshare_exchange's with the token taken from the process (deploy/z2jh/inplace_ngshare.py).
 import os as _os  # noqa: E402

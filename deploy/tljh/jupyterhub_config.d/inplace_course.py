@@ -10,7 +10,7 @@ the proxy) is the one-machine hub's own and is not used here: TLJH brings its ow
 
 Settings (environment of TLJH's hub, set by install.sh in a systemd drop-in; defaults below):
 
-* ``INPLACE_HUB_PREFIX``: the prefix ``python -m instructor.grading.hub setup`` made (``/srv/inplace-hub``);
+* ``INPLACE_HUB_PREFIX``: the prefix ``python -m instructor.classroom.hub setup`` made (``/srv/inplace-hub``);
 * ``INPLACE_CHECKOUT``: the course checkout (``/opt/inplace-course``), closed to other accounts;
 * ``<prefix>/graders.txt``: the TLJH user names (one a line) who may open formgrader. TLJH's own
   accounts are named ``jupyter-<name>``; the hub's names are the plain ones.
@@ -57,7 +57,7 @@ role = course.JupyterHub.load_roles[0]
 
 # Formgrader: the one-machine hub's service, unchanged (TLJH's hub runs as root, so it can start the
 # service as the grader account); and the root-owned grading service it hands submissions to, from the
-# checkout's environment (instructor/grading/service.py), when the one-machine hub's config has it.
+# checkout's environment (instructor/service/__init__.py), when the one-machine hub's config has it.
 c.JupyterHub.services.append(service)
 c.JupyterHub.services.extend(course.JupyterHub.services[1:])
 # Who may open it: the graders named in graders.txt (TLJH names), through the same group and role.

@@ -80,8 +80,8 @@ What the score is
     cell (not 0, unlike ``CsvExportPlugin``) for a student with no submission. From the course
     folder (nbgrader puts the working directory on ``sys.path``)::
 
-        nbgrader export --exporter=instructor.grading.export.CanvasExportPlugin --to canvas.csv
-        nbgrader export --exporter=instructor.grading.export.GradescopeExportPlugin --to OUTDIR
+        nbgrader export --exporter=instructor.classroom.export.CanvasExportPlugin --to canvas.csv
+        nbgrader export --exporter=instructor.classroom.export.GradescopeExportPlugin --to OUTDIR
 
     ``--to`` is the file for Canvas and Moodle, the folder for Gradescope; ``--assignment`` and
     ``--student`` filter as for nbgrader's CSV export.
@@ -94,7 +94,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from . import course
+from ..batch import course
 
 if TYPE_CHECKING:
     from nbgrader.api import Gradebook
@@ -437,7 +437,7 @@ def export_results(results: list[course.Result], dest_dir: Path, formats: Iterab
 # The plugin classes are made on first use (PEP 562 module ``__getattr__``): subclassing
 # nbgrader's ExportPlugin imports nbgrader's database layer (about a second), which the course's
 # command line only pays for when it grades. ``nbgrader export --exporter=...`` and ``from
-# instructor.grading.export import CanvasExportPlugin`` both get the class as usual.
+# instructor.classroom.export import CanvasExportPlugin`` both get the class as usual.
 
 _PLUGINS = {
     "CanvasExportPlugin": ("canvas", "canvas.csv",

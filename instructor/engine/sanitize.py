@@ -34,7 +34,7 @@ Cell by cell is not enough: markup split across cells (``<!--`` in one markdown 
 attribute of the next) forms a tag only on the assembled page. So the whole rendered page goes
 through a second, parser-based sanitizer, Ammonia (``nh3``): :func:`clean_page` for the feedback
 page (plus a ``script-src 'none'`` Content-Security-Policy ``<meta>``), :func:`clean_fragment` for the
-notebook part of formgrader's page (``instructor/grading/formgrader.py`` adds a nonce-only policy
+notebook part of formgrader's page (``instructor/classroom/formgrader.py`` adds a nonce-only policy
 header). Output metadata ``width``/``height`` (written unquoted by nbconvert) stay only as numbers.
 ``tests/test_html_two_layers.py`` shows each layer holding alone in Chromium.
 

@@ -15,7 +15,7 @@ verdict per test cell in the gradebook, flags, notes at the top of the feedback)
   still holds its (lower) verdicts, re-rendering the feedback from the gradebook with the grader's
   notes on top; anything else is graded again through the pipeline first.
 
-Grading runs in a separate process (``python -m instructor.grading.formgrader``), one at a time, so
+Grading runs in a separate process (``python -m instructor.classroom.formgrader``), one at a time, so
 the server stays responsive and the pipeline's process-wide state never touches the server's. The
 replies have the shape formgrader's JavaScript expects (``success``, ``log``, ``error``); the log
 names the score, the flags and the integrity notes.
@@ -68,7 +68,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-EXTENSION = "instructor.grading.formgrader"
+EXTENSION = "instructor.classroom.formgrader"
 PIPELINE = ("Graded by the course's trusted pipeline, as `python -m autograder grade` grades: the hidden checks "
             "confirmed outside the student's kernel, nbgrader's autograde with the kernel in the sandbox, "
             "the lower verdict per test cell kept.")
@@ -79,7 +79,7 @@ PIPELINE = ("Graded by the course's trusted pipeline, as `python -m autograder g
 def _submissions(course_root: Path, assignment: str, student: str | None):
     """The submissions of ``assignment`` (one student, or all) in the course folder's ``submitted/``,
     checked by :func:`course.collect_submissions`, with the problems that concern them."""
-    from . import course
+    from ..batch import course
 
     def mine(s: str | None, a: str | None) -> bool:
         return a == assignment and (student is None or s == student)
@@ -94,7 +94,7 @@ def _reusable(course_root: Path, sub):
     autograded notebooks there, and no test cell in the gradebook above the confirmed verdict."""
     from nbgrader.api import MissingEntry
 
-    from . import course
+    from ..batch import course
 
     earlier = course.Ledger(course_root).unchanged(sub)
     autograded = course_root / "autograded" / sub.student / sub.assignment
@@ -115,8 +115,8 @@ def _reusable(course_root: Path, sub):
 
 def _feedback_from_gradebook(course_root: Path, res) -> None:
     """nbgrader generate_feedback (the pipeline's configuration: hidden tests cleared), then the notes."""
-    from .feedback import annotate_feedback
-    from .pipeline import nbgrader_api, prepare_environment, short_error
+    from ..engine.feedback import annotate_feedback
+    from ..engine.pipeline import nbgrader_api, prepare_environment, short_error
 
     prepare_environment()
     out = nbgrader_api(course_root, sandboxed=True).generate_feedback(res.assignment, res.student, force=True)
@@ -142,7 +142,7 @@ def _describe(res, how: str) -> list[str]:
 
 def pipeline(course_root: Path, assignment: str, student: str | None, action: str) -> dict:
     """Run one button's work through the pipeline; formgrader's reply (success, log, error)."""
-    from . import course
+    from ..batch import course
 
     course_root = Path(course_root).resolve()
     log = [PIPELINE]
@@ -400,7 +400,7 @@ def secure_submission_page(render, resources: dict, static_prefix: str, *, sanit
     first (nbgrader's templates write it unescaped: a student id, a name). ``sanitize=False`` only for
     tests of the policy alone. ``own_script``: one more script of the course's (:data:`OVERRIDE_SCRIPT`),
     put before the end of the body with the nonce (after formgrader's scripts have defined their views)."""
-    from .sanitize import clean_fragment
+    from ..engine.sanitize import clean_fragment
 
     resources = {k: html.escape(v) if isinstance(v, str) else v for k, v in resources.items()}
     token = secrets.token_hex(16)
@@ -432,7 +432,7 @@ def secure_submission_page(render, resources: dict, static_prefix: str, *, sanit
 def _template_exporter(exporter):
     """formgrader's exporter (its configuration: template, the course's preprocessors), rendering
     the template's text as it is (:func:`.feedback.template_exporter_class`)."""
-    from .feedback import template_exporter_class
+    from ..engine.feedback import template_exporter_class
 
     return template_exporter_class()(config=exporter.config)
 

@@ -13,25 +13,26 @@ For one submitted notebook:
 3. :func:`confirm` — judges the results in this process and returns one :class:`Verdict` per
    graded test cell, plus the flags raised on the way.
 
-``python -m instructor.grading.confirm NOTEBOOK [...]`` prints the verdicts of notebooks;
-``--samples ASSIGNMENT`` checks every sample submission's verdicts against its ``# expect:`` line.
+``python -m instructor.authoring.confirm NOTEBOOK [...]`` prints the verdicts of notebooks;
+``--samples ASSIGNMENT`` checks every sample submission's verdicts against its ``# expect:`` line
+(an author's tool: it lives with the samples, in :mod:`instructor.authoring`).
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import shutil
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import nbformat
-
 from ..hidden import Check, Verdict, checks_for, judge_results, probe_source
 from ..hidden.probe_driver import timed_out
 from ..layout import is_test_cell, nbgrader_meta, test_cell_ids
-from . import demonstrations, sandbox, zygote
+from . import demonstrations
+from .results import ResultTooLarge, check_result_file, load_data
+from .. import sandbox
+from ..sandbox import zygote
 
 DRIVER = Path(__file__).resolve().parents[1] / "hidden" / "probe_driver.py"
 MAX_RERUNS = 3
@@ -144,9 +145,9 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
                                  "forged, not read")
                     continue
                 try:
-                    budget -= sandbox.check_result_file(f, max(0, budget))
-                    results[gid] = sandbox.load_data(f, max_bytes=limits.result_bytes)
-                except sandbox.ResultTooLarge as err:
+                    budget -= check_result_file(f, max(0, budget))
+                    results[gid] = load_data(f, max_bytes=limits.result_bytes)
+                except ResultTooLarge as err:
                     flags.append(f"{gid}: the confirmation result is outside the grader's limits, not read "
                                  f"(forged results are tampering): {err}")
                 except Exception as err:  # noqa: BLE001 - not plain data: the check fails
@@ -186,7 +187,7 @@ def _hung_cells(summary: Path, cells: list[str]) -> list[str]:
     if not _regular_file(summary):
         return []
     try:
-        data = sandbox.load_data(summary, max_bytes=1 << 20)
+        data = load_data(summary, max_bytes=1 << 20)
         return [cells[e["cell"]] for e in data["cell_errors"]
                 if isinstance(e, dict) and e.get("error") == "CellTimeout" and isinstance(e.get("cell"), int)
                 and 0 <= e["cell"] < len(cells)]
@@ -319,49 +320,3 @@ def confirm(nb, assignment: str, *, limits=None, workdir: Path | None = None,
         conf.verdicts[gid] = Verdict(gid, False, f"no hidden check confirms '{gid}' (ask your instructor)")
     conf.seconds = time.perf_counter() - t0
     return conf
-
-
-def _main(argv: list[str]) -> int:
-    import argparse
-
-    from ..layout import notebook_owner
-    from .samples import build_notebook, load_samples
-
-    parser = argparse.ArgumentParser(prog="python -m instructor.grading.confirm",
-                                     description="Confirmation verdicts of notebooks or sample submissions.")
-    parser.add_argument("notebooks", nargs="*")
-    parser.add_argument("--samples", metavar="ASSIGNMENT", help="check every sample of ASSIGNMENT")
-    parser.add_argument("--only", nargs="*", help="with --samples: only these students")
-    parser.add_argument("--no-sandbox", action="store_true")
-    parser.add_argument("--run-demonstrations", action="store_true",
-                        help="run the course's demonstration cells too (by default left out when nothing reads them)")
-    args = parser.parse_args(argv)
-    status = 0
-    items = []
-    if args.samples:
-        for s in load_samples(args.samples):
-            if not args.only or s.student in args.only:
-                items.append((f"{s.assignment}/{s.student}", build_notebook(s)[1], s.assignment, s))
-    for p in args.notebooks:
-        items.append((p, nbformat.read(p, as_version=4), notebook_owner()[Path(p).name], None))
-    for label, nb, assignment, sample in items:
-        conf = confirm(nb, assignment, use_sandbox=not args.no_sandbox, skip_demonstrations=not args.run_demonstrations)
-        print(f"== {label}  ({conf.seconds:.1f} s, sandboxed={conf.sandboxed}, "
-              f"demonstrations left out: {len(conf.skipped)})")
-        for flag in conf.flags:
-            print(f"   flag: {flag}")
-        for gid, v in conf.verdicts.items():
-            line = f"   {gid:<45} {'pass' if v.passed else 'FAIL'}"
-            if sample is not None and gid in sample.expect_questions:
-                want = sample.expect_questions[gid] > 0
-                if want != v.passed:
-                    line += f"   <-- sample expects {'pass' if want else 'fail'}"
-                    status = 1
-            print(line)
-            if not v.passed:
-                print("      " + v.message.replace("\n", "\n      ")[:1200])
-    return status
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))

@@ -1,6 +1,6 @@
 """``make gpu-check``: every hidden check's CUDA cases, on the reference answers and on each sample.
 
-On a machine with CUDA, ``python -m instructor.grading.gpu_check`` runs
+On a machine with CUDA, ``python -m instructor.authoring.gpu_check`` runs
 
 * the **reference answers** — the source notebook's non-test cells (solution markers removed, as
   :func:`instructor.hidden.mutation.notebook_namespace` runs them), probed and judged in this process —
@@ -268,7 +268,7 @@ def run_sample(path: str, device: str, use_sandbox: bool = True, flip: tuple[str
 
     ``flip``: grade ids whose expectation is inverted (only to test that a surprise is reported)."""
     from ..layout import gradebook_layout
-    from .confirm import confirmation_cells, run_probes
+    from ..engine.confirm import confirmation_cells, run_probes
     from .samples import build_notebook, parse_sample
 
     t0 = time.perf_counter()
@@ -373,7 +373,7 @@ def _parse(argv):
     from ..hidden import ASSIGNMENT_MODULES
 
     p = argparse.ArgumentParser(
-        prog="python -m instructor.grading.gpu_check",
+        prog="python -m instructor.authoring.gpu_check",
         description="Run every hidden check's CUDA cases on the reference answers and on each sample "
                     "submission; exit 1 on any surprise. Skipped (exit 0) without CUDA.")
     p.add_argument("--assignment", action="append", choices=sorted(ASSIGNMENT_MODULES),

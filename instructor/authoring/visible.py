@@ -6,8 +6,8 @@ the way a student's Run All does, and reports, for every test cell, whether it r
 lines the student would read. ``tests/test_visible.py`` holds every sample to its ``# visible:`` line
 and checks that a first failure reads short and friendly-first.
 
-    python -m instructor.grading.visible 01_version_counter      # one assignment's samples
-    python -m instructor.grading.visible tests/samples/03_yolo_head/no_grad_fix.py
+    python -m instructor.authoring.visible 01_version_counter      # one assignment's samples
+    python -m instructor.authoring.visible tests/samples/03_yolo_head/no_grad_fix.py
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..layout import REPO
-from .pipeline import prepare_environment
+from ..engine.pipeline import prepare_environment
 from .samples import Sample, build_notebook, load_samples, parse_sample
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -106,7 +106,7 @@ def run_samples(samples: list[Sample], jobs: int = 2) -> dict[str, VisibleRun]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m instructor.grading.visible", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m instructor.authoring.visible", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("targets", nargs="*", help="assignment names or sample files (default: every sample "
                                                    "with a '# visible:' line)")

@@ -1,7 +1,7 @@
 """The course's command line: ``python -m autograder {release,grade,selfgrade,demo}``.
 
 Thin over nbgrader: releasing is ``generate_assignment``, grading is ``autograde`` +
-``generate_feedback`` per submission, both through :mod:`instructor.grading.course`.
+``generate_feedback`` per submission, both through :mod:`instructor.batch.course`.
 """
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import course, export
-from .course import REPO, Problem
+from ..batch import course
+from ..batch.course import REPO, Problem
+from . import export
 
 GRADE_HELP = """\
 Autograde every submission under SUBMISSIONS_DIR with nbgrader, write grades and feedback.
@@ -283,36 +284,18 @@ def cmd_selfgrade(args) -> int:
               file=sys.stderr)
         return 2
 
-    def grade_ids(notebook) -> set:
-        return {m.get("grade_id") for c in notebook.cells
-                if isinstance(m := c.get("metadata", {}).get("nbgrader"), dict)} - {None}
-
-    # which release notebook shares the most grade ids with this one (at least half of its own)
-    mine = grade_ids(nb)
-    best = None   # (share, assignment, notebook name, ids in common, ids of the release notebook)
-    for a in course.assignments():
-        for src in course.source_notebooks(a):
-            release_nb, _ = course.read_notebook(REPO / "release" / a / src.name)
-            theirs = grade_ids(release_nb) if release_nb is not None else set()
-            common = len(mine & theirs)
-            if theirs and (best is None or common / len(theirs) > best[0]):
-                best = (common / len(theirs), a, src.name, common, len(theirs))
-    by_ids = best if best and best[0] >= 0.5 else None
-    named = course.notebook_owner().get(path.name)
+    found = course.recognise(nb, path.name)   # (assignment, the course's notebook name, how), or None
     if args.assignment:
         assignment, how = args.assignment, "because --assignment says so"
-    elif named and (by_ids is None or by_ids[1] == named):
-        assignment, how = named, "from its file name"
-    elif by_ids:
-        assignment, how = by_ids[1], (f"from its cell ids: {by_ids[3]} of the {by_ids[4]} nbgrader cells "
-                                      f"of {by_ids[2]}")
+    elif found:
+        assignment, how = found[0], found[2]
     else:
         print(Problem(path, "which assignment is this? Its name matches no notebook in source/ and its cell ids "
                             "match no released notebook; pass --assignment NAME"), file=sys.stderr)
         return 2
     expected = [p.name for p in course.source_notebooks(assignment)]
     name = (path.name if path.name in expected
-            else by_ids[2] if by_ids and by_ids[1] == assignment else expected[0])
+            else found[1] if found and found[0] == assignment else expected[0])
     # rough seconds on a busy 2-core machine (measured: selfgrade of a full-marks sample)
     about = {"00_orientation": 35, "01_version_counter": 45, "02_names_and_storage": 45,
              "03_yolo_head": 60, "04_in_the_wild": 75}.get(assignment, 60)
@@ -407,7 +390,7 @@ def _demo_submissions(incoming: Path, full: bool, students: list[str] | None) ->
     ``# expect:`` lines)."""
     import nbformat
 
-    from .samples import build_notebook, load_samples, materialize_samples, parse_sample
+    from ..authoring.samples import build_notebook, load_samples, materialize_samples, parse_sample
 
     if full or students:
         materialize_samples(incoming, students=students)
@@ -569,7 +552,7 @@ def main(argv: list[str] | None = None) -> int:
     _quiet_library_warnings()
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:
-        from .bench import main as bench
+        from ..authoring.bench import main as bench
 
         return bench(argv[1:])
     args = build_parser().parse_args(argv)

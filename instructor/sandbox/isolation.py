@@ -48,7 +48,7 @@ def drops_privileges() -> bool:
     bubblewrap with ``--unshare-user`` would map the sandbox user to host uid 0: owner checks on
     root's files would pass.) Where the host does not let root run bubblewrap privileged (no
     CAP_SYS_ADMIN in a container), the user-namespace mode is used and
-    ``python -m instructor.grading.sandbox`` reports the sandbox as root outside."""
+    ``python -m instructor.sandbox`` reports the sandbox as root outside."""
     return os.geteuid() == 0 and _privileged_bwrap()
 
 

@@ -1,178 +1,19 @@
-"""The kernel nbgrader drives, inside the sandbox, and the executor that drives it.
+"""The executor nbgrader runs a submission's notebook with: nbgrader's Execute preprocessor with the
+grader in charge of the wall clock, kernels that die or hang, and outputs that grow without bound.
 
-* :func:`write_kernelspec` — a kernelspec whose command is :func:`kernel_main`, which sets the limits
-  and the cgroup and execs ``bwrap ... python -m ipykernel_launcher``; kernel and grader talk over
-  Unix sockets in a folder shared with the sandbox (``transport=ipc``), since the sandbox has no
-  network. (:func:`use_kernel_launcher`: a thread's kernels start in the pre-started sandbox of
-  :mod:`.zygote` instead.)
-* :func:`sandboxed_execute_class` — nbgrader's Execute preprocessor with the grader in charge: the
-  wall clock, kernels that die or hang, outputs that grow without bound.
+Its kernel is the sandbox's (:mod:`instructor.sandbox.kernel`): started by the kernelspec
+:func:`~instructor.sandbox.kernel.write_kernelspec` writes, or in the pre-started sandbox.
 """
 from __future__ import annotations
 
 import functools
 import json
 import os
-import sys
 import threading
 import time
-import uuid
-from pathlib import Path
 
-from . import isolation
-from .limits import REPO, Limits, apply_rlimits
-from .workspace import give_to, new_session_keyring, open_log
-
-KERNEL_NAME = "course-sandbox"
-
-
-def write_kernelspec(dest: Path) -> Path:
-    """A kernelspec named :data:`KERNEL_NAME` under ``dest/kernels/``; put ``dest`` on JUPYTER_PATH.
-
-    Its command runs :func:`kernel_main` with the grader's rights, in the notebook's folder: ``-I`` (isolated mode)
-    keeps the working directory (and ``PYTHON*`` variables) off ``sys.path``, so that a file the
-    submission brings cannot stand in for a module the grader imports; the course comes from
-    :data:`~.limits.REPO`, named explicitly."""
-    spec = Path(dest) / "kernels" / KERNEL_NAME
-    spec.mkdir(parents=True, exist_ok=True)
-    launch = (f"import sys; sys.path.insert(0, {str(REPO)!r}); "
-              "from instructor.grading.kernel import kernel_main; kernel_main(sys.argv[1])")
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-I", "-c", launch, "{connection_file}"],
-        "display_name": "Python 3 (course sandbox)", "language": "python", "interrupt_mode": "message",
-    }, indent=1))
-    return spec
-
-
-def kernel_argv(connection_file: str) -> list[str]:
-    """The sandboxed kernel's module and arguments (``python -m`` these)."""
-    return ["ipykernel_launcher", "-f", connection_file, "--IPKernelApp.log_level=ERROR",
-            "--HistoryManager.hist_file=:memory:"]
-
-
-def kernel_main(connection_file: str) -> None:
-    """The kernelspec's command: set limits and cgroup, then exec the kernel inside bubblewrap.
-
-    Settings come from the grader through the environment: ``COURSE_SANDBOX_SCRATCH`` (the
-    submission's scratch folder), ``COURSE_SANDBOX_RUN`` (the folder of the connection file and
-    sockets), ``COURSE_SANDBOX_LIMITS``, ``COURSE_SANDBOX_CGROUP`` (a folder list, made by the grader)
-    and ``COURSE_VERDICTS`` (the judge's verdicts, bound read-only).
-    """
-    scratch = Path(os.environ["COURSE_SANDBOX_SCRATCH"])
-    rundir = Path(os.environ["COURSE_SANDBOX_RUN"])
-    limits = Limits.from_env(os.environ.get("COURSE_SANDBOX_LIMITS"))
-    sandboxed = os.environ.get("COURSE_SANDBOX_BWRAP") == "1"
-    uid = isolation.sandbox_uid(limits) if sandboxed and isolation.drops_privileges() else None
-    if uid is not None:  # the kernel reads its connection file and writes its sockets as the sandbox's uid
-        for path in (scratch, rundir):
-            give_to(path, uid)
-    cg = [Path(p) for p in os.environ.get("COURSE_SANDBOX_CGROUP", "").split(os.pathsep) if p]
-    for d in cg:
-        try:
-            (d / "cgroup.procs").write_text(str(os.getpid()))
-        except OSError:
-            pass
-    apply_rlimits(limits, bool(cg))
-    new_session_keyring()
-    kernel = [sys.executable, "-m", *kernel_argv(connection_file)]
-    env = {}
-    verdicts = os.environ.get("COURSE_VERDICTS")
-    extra_ro = []
-    if verdicts:
-        env["COURSE_VERDICTS"] = verdicts
-        extra_ro.append(Path(verdicts))
-    # The kernel's own banner and logs are not the grader's output: keep them in the run folder.
-    log = open_log(rundir / "kernel.log")  # as root, in a folder an earlier kernel could write: no link followed
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    if sandboxed:
-        argv = isolation.bwrap_argv(scratch, kernel, extra_ro=extra_ro, extra_rw=[rundir], env=env, uid=uid,
-                          tmp_bytes=limits.disk_bytes)
-        os.execvp(argv[0], argv)
-    os.chdir(scratch)
-    os.environ.update(isolation.unsandboxed_env(scratch, env))
-    os.execv(sys.executable, kernel)
-
-
-_LAUNCHER = threading.local()
-
-
-def use_kernel_launcher(launch) -> None:
-    """On this thread, kernels start through ``launch(connection_file) -> Popen-like`` instead of the
-    kernelspec's command (the pre-started sandbox of :mod:`.zygote`); ``None``: the kernelspec again."""
-    _LAUNCHER.launch = launch
-
-
-@functools.lru_cache(maxsize=None)
-def _ready_client_class():
-    from queue import Empty
-
-    from jupyter_client.asynchronous import AsyncKernelClient
-
-    class ReadyClient(AsyncKernelClient):
-        """jupyter_client's kernel client, ready as soon as the kernel answers.
-
-        Its own ``wait_for_ready`` ends by waiting until IOPub has been quiet for 0.2 s — 0.2 s of every
-        notebook, idle. nbclient reads only the IOPub messages whose parent is the cell it runs, so the
-        status messages of the handshake may stay queued."""
-
-        async def _async_wait_for_ready(self, timeout: float | None = None) -> None:
-            deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
-            while True:
-                self.kernel_info()
-                try:
-                    reply = await self.shell_channel.get_msg(timeout=1)
-                except Empty:
-                    reply = None
-                if reply is not None and reply["msg_type"] == "kernel_info_reply":
-                    try:   # IOPub is connected once the handshake's own status message arrives on it
-                        await self.iopub_channel.get_msg(timeout=0.2)
-                    except Empty:
-                        pass
-                    else:
-                        self._handle_kernel_info_reply(reply)
-                        return
-                if not await self._async_is_alive():
-                    raise RuntimeError("Kernel died before replying to kernel_info")
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
-
-        wait_for_ready = _async_wait_for_ready
-
-    return ReadyClient
-
-
-def _kernel_manager_class():
-    from jupyter_client.manager import AsyncKernelManager
-
-    class SandboxKernelManager(AsyncKernelManager):
-        """Connection file and IPC sockets in the folder shared with the sandbox; the kernel is ready
-        when it answers, and found ended within milliseconds (jupyter_client polls every 0.1 s)."""
-
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            rundir = Path(os.environ["COURSE_SANDBOX_RUN"])
-            self.transport = "ipc"
-            self.connection_file = str(rundir / f"kernel-{uuid.uuid4().hex[:8]}.json")
-            self.ip = str(rundir / "k")
-            self.client_factory = _ready_client_class()
-            # made on the grading thread; the kernel may be started from another (run_sync)
-            self.course_launch = getattr(_LAUNCHER, "launch", None)
-
-        async def _async_finish_shutdown(self, waittime=None, pollinterval: float = 0.1, restart: bool = False):
-            return await super()._async_finish_shutdown(waittime, min(pollinterval, 0.005), restart)
-
-        async def _async_launch_kernel(self, kernel_cmd, **kw):
-            if self.course_launch is None:
-                return await super()._async_launch_kernel(kernel_cmd, **kw)
-            prov = self.provisioner
-            proc = self.course_launch(self.connection_file)
-            prov.process, prov.pid, prov.pgid = proc, proc.pid, None
-            prov.cwd = os.environ.get("COURSE_SANDBOX_SCRATCH")
-            self._reconcile_connection_info(prov.connection_info)
-
-    return SandboxKernelManager
-
+from ..sandbox.kernel import KERNEL_NAME, kernel_manager_class
+from ..sandbox.limits import Limits
 
 HUNG_CELL_SECONDS = 10        # a test cell whose function never returned in the confirmation run
 HUNG_AFTER_LOOP_SECONDS = 30  # any cell, once an earlier cell ran into the per-cell limit
@@ -223,7 +64,7 @@ def sandboxed_execute_class():
 
         def preprocess(self, nb, resources=None, km=None):
             self.kernel_name = KERNEL_NAME
-            self.kernel_manager_class = _kernel_manager_class()
+            self.kernel_manager_class = kernel_manager_class()
             self._limits = Limits.from_env(os.environ.get("COURSE_SANDBOX_LIMITS"))
             self._deadline = time.monotonic() + float(os.environ.get("COURSE_SANDBOX_WALL", self._limits.wall_seconds))
             self._restarts, self._ran = 0, []

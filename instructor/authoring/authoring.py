@@ -3,7 +3,7 @@
 The notebook in ``source/<assignment>/`` is the single source of truth; these helpers only make
 creating one less error-prone (nbgrader's metadata is easy to get subtly wrong by hand)::
 
-    from instructor.grading.authoring import notebook, md, code, solution, tests, answer, write
+    from instructor.authoring.authoring import notebook, md, code, solution, tests, answer, write
     cells = [md("# Title"), solution("my_func", "def my_func():\\n    ### BEGIN SOLUTION\\n ..."),
              tests("my_func_tests", 2, "assert ...")]
     write(notebook(cells), "source/04_new/04_new.ipynb")

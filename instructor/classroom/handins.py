@@ -58,7 +58,8 @@ from pathlib import Path, PurePosixPath
 from typing import Iterator
 
 from ..layout import NB_EXT, REPO, assignments, notebook_owner, source_notebooks
-from .pipeline import read_notebook
+from ..batch.course import recognise  # noqa: F401 - which assignment a hand-in is: the course's rule
+from ..engine.pipeline import read_notebook
 
 MAX_NOTEBOOK_BYTES = 50 * 2 ** 20   # a course notebook with its outputs is well under 5 MB
 MAX_HANDIN_BYTES = 64 * 2 ** 20     # everything one hand-in zip unpacks to
@@ -135,34 +136,6 @@ class Imported:
             lines.append(f"  IDENTITY {student}: {why}")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------- which assignment
-
-def _grade_ids(nb) -> set:
-    return {m.get("grade_id") for c in nb.cells
-            if isinstance(m := c.get("metadata", {}).get("nbgrader"), dict)} - {None}
-
-
-def recognise(nb, filename: str, root: Path = REPO) -> tuple[str, str, str] | None:
-    """``(assignment, notebook name, how)`` for a handed-in notebook, or None when neither its name nor
-    its cell ids say (at least half of a release notebook's nbgrader cells, the largest share)."""
-    owner = notebook_owner(root)
-    best = None
-    mine = _grade_ids(nb)
-    for a in assignments(root):
-        for src in source_notebooks(a, root):
-            release_nb, _ = read_notebook(Path(root) / "release" / a / src.name)
-            theirs = _grade_ids(release_nb) if release_nb is not None else set()
-            if theirs and (best is None or len(mine & theirs) / len(theirs) > best[0]):
-                best = (len(mine & theirs) / len(theirs), a, src.name, len(mine & theirs), len(theirs))
-    by_ids = best if best and best[0] >= 0.5 else None
-    named = owner.get(filename)
-    if named and (by_ids is None or by_ids[1] == named):
-        return named, filename, "from its file name"
-    if by_ids:
-        return by_ids[1], by_ids[2], f"from its cell ids: {by_ids[3]} of the {by_ids[4]} nbgrader cells of {by_ids[2]}"
-    return None
 
 
 # --------------------------------------------------------------------------- roster

@@ -1,6 +1,6 @@
 """The course on one JupyterHub machine: accounts, the course folder, the students' Python, permissions.
 
-``make hub`` runs ``python -m instructor.grading.hub setup`` (as root), then JupyterHub with
+``make hub`` runs ``python -m instructor.classroom.hub setup`` (as root), then JupyterHub with
 ``hub/jupyterhub_config.py``, which reads what ``setup`` wrote in ``<prefix>/state/hub.json``.
 Everything lives under one prefix (default ``/srv/inplace-hub``)::
 
@@ -28,11 +28,11 @@ Accounts (one Unix group for each role; ``--names-prefix`` puts a prefix before 
 
 ``--demo`` makes an instructor, a second grader and two students with passwords; ``roster CSV``
 (or ``setup --roster CSV``) makes one account per row of a class list (``id,first_name,last_name,email``,
-read by :func:`instructor.grading.handins.read_roster`) and adds each student to the gradebook.
+read by :func:`instructor.classroom.handins.read_roster`) and adds each student to the gradebook.
 
 Due dates: ``due ASSIGNMENT "2026-12-10 17:00"`` (or ``setup --due "ASSIGNMENT=2026-12-10 17:00"``) sets the
 assignment's due date in the course gradebook, where formgrader shows it and nbgrader's late penalty
-(``nbgrader_config.py``: :class:`instructor.grading.late.PerDayPenalty`) reads it. The time is UTC unless a
+(``nbgrader_config.py``: :class:`instructor.classroom.late.PerDayPenalty`) reads it. The time is UTC unless a
 zone follows it (``2026-12-10 17:00 Europe/Berlin``, ``2026-12-10 17:00 +01:00``); ``none`` clears it.
 """
 from __future__ import annotations
@@ -151,7 +151,7 @@ class Hub:
         try:
             return cls(**json.loads(path.read_text()))
         except FileNotFoundError:
-            raise HubError(f"{path}: no hub set up here; run `python -m instructor.grading.hub setup "
+            raise HubError(f"{path}: no hub set up here; run `python -m instructor.classroom.hub setup "
                            f"--prefix {prefix}` first") from None
 
 
@@ -425,8 +425,8 @@ def copy_course(hub: Hub) -> None:
         shutil.copy2(src, dst)
     cfg = hub.course / "nbgrader_config.py"
     text = cfg.read_text()
-    marker = "# --- JupyterHub deployment (instructor/grading/hub.py)"
-    if marker not in text:
+    marker = "# --- JupyterHub deployment (instructor/classroom/hub.py)"
+    if "# --- JupyterHub deployment (" not in text:   # also a block an earlier version of this file wrote
         cfg.write_text(text + f"\n{marker}: the exchange every account shares\n"
                        f"c.Exchange.root = {str(hub.exchange)!r}\n")
     owner = f"c.CourseExchangeCollect.course_accounts = [{hub.names.grader_account!r}]  # owns exchange/<course>/\n"
@@ -611,16 +611,16 @@ def jupyter_configs(hub: Hub) -> None:
     student = hub.root / "etc" / "student"
     write_student_view(student)
     (student / "nbgrader_config.py").write_text(
-        "# written by instructor/grading/hub.py: what a student's Assignments list needs\n"
+        "# written by instructor/classroom/hub.py: what a student's Assignments list needs\n"
         f"c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = {COURSE_ID!r}\n"
         f"c.Exchange.root = {str(hub.exchange)!r}\n" + EXCHANGE_TRUST.format(account=hub.names.grader_account))
     grader = hub.root / "etc" / "grader"
     (grader / "jupyter_server_config.d").mkdir(parents=True, exist_ok=True)
     (grader / "jupyter_server_config.d" / "zz-course-grader.json").write_text(json.dumps(
         {"ServerApp": {"jpserver_extensions": {"nbgrader.server_extensions.formgrader": False,
-                                                "instructor.grading.formgrader": True}}}, indent=1))
+                                                "instructor.classroom.formgrader": True}}}, indent=1))
     (grader / "jupyter_server_config.py").write_text(
-        "# written by instructor/grading/hub.py: the trusted formgrader (instructor.grading.formgrader)\n"
+        "# written by instructor/classroom/hub.py: the trusted formgrader (instructor.classroom.formgrader)\n"
         f"import os, sys\nif {str(hub.course)!r} not in sys.path:\n    sys.path.insert(0, {str(hub.course)!r})\n"
         "# The service's hub token goes to its hub client only, not into the environment that grading\n"
         "# processes inherit: as a non-root grader, bubblewrap itself runs with that environment and a\n"
@@ -807,7 +807,7 @@ def _show_due(due) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m instructor.grading.hub",
+    parser = argparse.ArgumentParser(prog="python -m instructor.classroom.hub",
                                      description="The course's JupyterHub: accounts, course folder, permissions.")
     sub = parser.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("setup", help="make (or bring up to date) a hub's accounts and folders")

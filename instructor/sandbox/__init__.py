@@ -2,7 +2,7 @@
 
 This module runs a command in the sandbox (:func:`run`), says what this machine allows
 (:func:`status`, :func:`warn_if_unsandboxed`) and measures it (:func:`report`;
-``python -m instructor.grading.sandbox`` prints it). The parts, one job each, imports one way:
+``python -m instructor.sandbox`` prints it). The parts, one job each, imports one way:
 
 * :mod:`.limits` — :class:`Limits` (``c.Sandbox.*`` in ``nbgrader_config.py``), the per-process
   resource limits, and how a run ended (:class:`RunResult`, :func:`describe_exit`);
@@ -11,8 +11,11 @@ This module runs a command in the sandbox (:func:`run`), says what this machine 
   unprivileged host uid;
 * :mod:`.workspace` — a submission's bounded folder on the host, handing it to the sandbox's uid,
   the keyrings that uid leaves, and what killed graders leave;
-* :mod:`.results` — result files written in the sandbox, read within bounds;
-* :mod:`.kernel` — the kernel nbgrader drives, inside the sandbox, and the executor driving it.
+* :mod:`.kernel` — a Jupyter kernel inside the sandbox (its kernelspec and process, the kernel manager);
+* :mod:`.zygote` — one pre-started sandbox per worker, a fork of it per run.
+
+It knows nothing of nbgrader, torch or the checks (``tests/test_architecture.py``): what runs in it and
+what its results mean is the engine's (:mod:`instructor.engine`).
 
 Their public names are this module's too (``sandbox.Limits``, ``sandbox.Workspace``, ...). A test
 that replaces one replaces it in the module that owns it: its callers look it up there.
@@ -39,11 +42,8 @@ from pathlib import Path
 from . import cgroups, isolation
 from .cgroups import CGROUP_PARENT, CGROUP_ROOT_V1, Cgroup
 from .isolation import STUDENT_PACKAGE, bwrap_argv, drop_to, drops_privileges, sandbox_env, sandbox_uid, server_uid
-from .kernel import (HUNG_AFTER_LOOP_SECONDS, HUNG_CELL_SECONDS, KERNEL_NAME, kernel_argv, kernel_main,
-                     sandboxed_execute_class, source_key, use_kernel_launcher, write_kernelspec)
+from .kernel import KERNEL_NAME, kernel_argv, kernel_main, use_kernel_launcher, write_kernelspec
 from .limits import GIB, REPO, Limits, RunResult, apply_rlimits, describe_exit
-from .results import (MAX_NODES, MAX_PICKLE_BYTES, MAX_RECORDS, ResultTooLarge, check_loaded, check_result_file,
-                      load_data)
 from .workspace import (WORKSPACE_PREFIXES, Workspace, can_bound_disk, clear_keyrings, give_to, open_log,
                         private_parent,
                         new_session_keyring, sweep_leftovers)
@@ -51,10 +51,8 @@ from .workspace import (WORKSPACE_PREFIXES, Workspace, can_bound_disk, clear_key
 __all__ = [  # what callers use as ``sandbox.<name>``; each defined in the module that owns it
     "CGROUP_PARENT", "CGROUP_ROOT_V1", "Cgroup",
     "STUDENT_PACKAGE", "bwrap_argv", "drop_to", "drops_privileges", "sandbox_env", "sandbox_uid", "server_uid",
-    "HUNG_AFTER_LOOP_SECONDS", "HUNG_CELL_SECONDS", "KERNEL_NAME", "kernel_argv", "kernel_main",
-    "sandboxed_execute_class", "source_key", "use_kernel_launcher", "write_kernelspec",
+    "KERNEL_NAME", "kernel_argv", "kernel_main", "use_kernel_launcher", "write_kernelspec",
     "GIB", "REPO", "Limits", "RunResult", "apply_rlimits", "describe_exit",
-    "MAX_NODES", "MAX_PICKLE_BYTES", "MAX_RECORDS", "ResultTooLarge", "check_loaded", "check_result_file", "load_data",
     "WORKSPACE_PREFIXES", "Workspace", "private_parent", "can_bound_disk", "clear_keyrings", "give_to", "new_session_keyring", "open_log",
     "sweep_leftovers",
     "python", "report", "run", "status", "warn_if_unsandboxed",
@@ -219,6 +217,3 @@ def report(limits: "Limits | None" = None) -> dict:
         all(v != "READABLE" for v in sp.get("root's files", {"?": "READABLE"}).values())
     return out
 
-
-if __name__ == "__main__":
-    print(json.dumps(report(), indent=1))

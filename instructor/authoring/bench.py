@@ -30,7 +30,10 @@ from pathlib import Path
 
 import nbformat
 
-from . import course, samples, sandbox, zygote
+from .. import sandbox
+from ..batch import course
+from ..sandbox import zygote
+from . import samples
 
 
 #: samples left out of the synthetic class: an endless loop measures the time limits, not the grader

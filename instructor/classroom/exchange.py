@@ -165,7 +165,7 @@ class CourseExchangeCollect(ExchangeCollect):
                 self.fail(f"{path} belongs to {_account(st.st_uid)}, not to the account collecting "
                           f"({_account(os.geteuid())}) nor course_accounts: another account made the course's "
                           "folder in the exchange; nothing collected. Move it away as root (`python -m "
-                          "instructor.grading.hub setup` does) and release again.")
+                          "instructor.classroom.hub setup` does) and release again.")
 
     def _restamp_if_backdated(self, path: str, rec: dict) -> None:
         """A stamp earlier than the folder's contents last changed (beyond clock skew) is replaced by that

@@ -19,14 +19,14 @@ What keeps submissions apart when they share one sandbox, one after the other:
   the grader over an inherited socket pair (nothing a run could replace), and a run that kills it
   only costs a restart (the next run starts a new one);
 * root never walks a folder a run could write while a process of it lives: each run's folder is handed
-  over after the clean-up (by file descriptor, :func:`.sandbox.give_to`), the submission's folder removed
+  over after the clean-up (by file descriptor, :func:`.workspace.give_to`), the submission's folder removed
   after the reset;
 * the disk bound covers the whole area (one submission at a time: the same bound as before) and the
   sandbox's ``/tmp`` has a bound of its own, the cgroup's memory bound covers the server and its run, a run's CPU time is its own (``RLIMIT_CPU``).
 
 Used when grading as root with privileged bubblewrap and a bounded disk (what ``make test`` and CI
 have); elsewhere, and with ``COURSE_ZYGOTE=off`` or ``c.Sandbox.zygote = False``, each run starts its
-own sandbox as before (:func:`.sandbox.run`, :func:`.sandbox.kernel_main`).
+own sandbox as before (:func:`.sandbox.run`, :func:`.kernel.kernel_main`).
 """
 from __future__ import annotations
 
@@ -44,7 +44,9 @@ import threading
 import time
 from pathlib import Path
 
-from . import sandbox
+from . import cgroups, isolation, kernel, workspace
+from .limits import Limits, RunResult, apply_rlimits, describe_exit
+from .. import sandbox  # the face: status(), python(), run()
 
 SERVER = Path(__file__).resolve().with_name("zygote_server.py")
 START_SECONDS = 120.0
@@ -59,16 +61,16 @@ _local = threading.local()
 _ALL: list["Zygote"] = []
 
 
-def enabled(limits: "sandbox.Limits | None" = None) -> bool:
+def enabled(limits: "Limits | None" = None) -> bool:
     """Is the pre-started sandbox used here? (root, privileged bubblewrap, a bounded disk, not switched off)"""
-    if os.environ.get("COURSE_ZYGOTE", "").lower() in ("off", "0", "no") or not (limits or sandbox.Limits()).zygote:
+    if os.environ.get("COURSE_ZYGOTE", "").lower() in ("off", "0", "no") or not (limits or Limits()).zygote:
         return False
     st = sandbox.status()
-    return (bool(st["bwrap"]) and sandbox.drops_privileges() and sandbox.can_bound_disk()
+    return (bool(st["bwrap"]) and isolation.drops_privileges() and workspace.can_bound_disk()
             and shutil.which("setpriv") is not None)
 
 
-def for_this_thread(limits: "sandbox.Limits") -> "Zygote | None":
+def for_this_thread(limits: "Limits") -> "Zygote | None":
     """This thread's pre-started sandbox (made on first use), or None where it is not used."""
     if not enabled(limits):
         return None
@@ -158,19 +160,19 @@ class Child:
 class Zygote:
     """A sandboxed, pre-started interpreter of this worker (see the module's text)."""
 
-    def __init__(self, limits: "sandbox.Limits"):
+    def __init__(self, limits: "Limits"):
         self.limits = limits
-        self.uid = sandbox.sandbox_uid(limits)
+        self.uid = isolation.sandbox_uid(limits)
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
         self.area: Path | None = None
-        self._space: sandbox.Workspace | None = None
+        self._space: workspace.Workspace | None = None
         self._children: dict[int, Child] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._cleaned = threading.Event()
         self._ready = threading.Event()
-        self.cgroup: sandbox.Cgroup | None = None
+        self.cgroup: cgroups.Cgroup | None = None
         self._waking = None
         self.starts = 0
         self.start_seconds: list[float] = []  # how long each start took (until the server had imported torch)
@@ -197,9 +199,9 @@ class Zygote:
         parent = None
         if chosen.is_dir() and os.access(chosen, os.W_OK):
             # the area holds folders of mode 0777 (the runs' uid writes there): in a folder of this
-            # account's alone, out of other accounts' reach (sandbox.private_parent)
-            parent = str(sandbox.private_parent(chosen)) if chosen == Path("/var/tmp") else str(chosen)
-        self._space = sandbox.Workspace(self.limits, prefix="course-zygote-", parent=parent)
+            # account's alone, out of other accounts' reach (workspace.private_parent)
+            parent = str(workspace.private_parent(chosen)) if chosen == Path("/var/tmp") else str(chosen)
+        self._space = workspace.Workspace(self.limits, prefix="course-zygote-", parent=parent)
         self.area = self._space.__enter__()
         for name in ("bin", "home"):
             (self.area / name).mkdir(mode=0o755, exist_ok=True)
@@ -214,20 +216,20 @@ class Zygote:
         shutil.copy2(SERVER, self.area / "bin" / SERVER.name)
         os.chmod(self.area / "bin" / SERVER.name, 0o644)
         ours, theirs = socket.socketpair()
-        memory = sandbox.Limits(**{**self.limits.__dict__, "memory_bytes": self.limits.memory_bytes + SERVER_MEMORY})
-        self.cgroup = sandbox.Cgroup(memory, sandbox.status()["cgroup"])
-        argv = sandbox.bwrap_argv(self.area, [sandbox.python(), str(self.area / "bin" / SERVER.name), str(theirs.fileno()),
+        memory = Limits(**{**self.limits.__dict__, "memory_bytes": self.limits.memory_bytes + SERVER_MEMORY})
+        self.cgroup = cgroups.Cgroup(memory, sandbox.status()["cgroup"])
+        argv = isolation.bwrap_argv(self.area, [sandbox.python(), str(self.area / "bin" / SERVER.name), str(theirs.fileno()),
                                               str(self.uid)],
-                                  uid=sandbox.server_uid(self.limits), tmp_bytes=self.limits.disk_bytes,
+                                  uid=isolation.server_uid(self.limits), tmp_bytes=self.limits.disk_bytes,
                                   env={"HOME": str(self.area / "home")}, keep_caps=KEEP_CAPS)
         cgroup = self.cgroup
 
         def pre():
             os.setsid()
-            sandbox.new_session_keyring()
+            workspace.new_session_keyring()
             if cgroup.active:
                 cgroup.enter()
-            sandbox.apply_rlimits(self.limits, cgroup.active)
+            apply_rlimits(self.limits, cgroup.active)
 
         self.proc = subprocess.Popen(argv, cwd=self.area, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, preexec_fn=pre, pass_fds=[theirs.fileno()],
@@ -327,11 +329,11 @@ class Zygote:
         folder.mkdir(mode=0o755)
         self.in_submission = True
         _local.active = self
-        sandbox.use_kernel_launcher(self.kernel)
+        kernel.use_kernel_launcher(self.kernel)
         try:
             yield folder
         finally:
-            sandbox.use_kernel_launcher(None)
+            kernel.use_kernel_launcher(None)
             _local.active = None
             self.in_submission = False
             # first every process of the submission ends (and its /tmp, IPC objects and keys go): only
@@ -372,7 +374,7 @@ class Zygote:
         in ``cwd`` with the sandbox's environment plus ``env``."""
         if not self.alive:
             self.start()
-        full_env = sandbox.sandbox_env(Path(cwd), env)
+        full_env = isolation.sandbox_env(Path(cwd), env)
         child = Child(self, next(self._ids))
         self._children[child.id] = child
         self._request({"op": "spawn", "id": child.id, "target": target, "module": module, "argv": argv,
@@ -386,19 +388,19 @@ class Zygote:
     def oom_kills(self) -> int:
         return self.cgroup.oom_kills() if self.cgroup is not None else 0
 
-    def run(self, script: str, args: list[str], scratch: Path, *, wall_seconds: float) -> "sandbox.RunResult":
+    def run(self, script: str, args: list[str], scratch: Path, *, wall_seconds: float) -> "RunResult":
         """Like :func:`.sandbox.run` for ``python script args`` in ``scratch``, as a fork of the server."""
         t0 = time.monotonic()
         scratch = Path(scratch)
         self.clean()  # nothing of an earlier run is alive while root hands the folder over
         os.chmod(scratch, 0o777)
-        sandbox.give_to(scratch, self.uid)
+        workspace.give_to(scratch, self.uid)
         ooms = self.oom_kills()
         timed_out = False
         try:
             child = self.spawn(str(scratch / script), [script, *args], scratch, stderr=scratch / ".sandbox-stderr")
         except ZygoteError as err:
-            return sandbox.RunResult(None, False, True, time.monotonic() - t0, str(err))
+            return RunResult(None, False, True, time.monotonic() - t0, str(err))
         try:
             code = child.wait(timeout=wall_seconds)
         except subprocess.TimeoutExpired:
@@ -413,22 +415,22 @@ class Zygote:
             if not timed_out and code == -signal.SIGKILL and self.oom_kills() > ooms:
                 reason = "it ran out of its memory limit"
             else:
-                reason = sandbox.describe_exit(code, None, timed_out, wall_seconds)
-        return sandbox.RunResult(code, timed_out, True, time.monotonic() - t0, reason)
+                reason = describe_exit(code, None, timed_out, wall_seconds)
+        return RunResult(code, timed_out, True, time.monotonic() - t0, reason)
 
     def kernel(self, connection_file: str) -> Child:
         """The notebook's kernel (``python -m ipykernel_launcher -f CONNECTION``), as a fork of the server,
-        with the settings :func:`.sandbox.kernel_main` reads from the grader's environment."""
+        with the settings :func:`.kernel.kernel_main` reads from the grader's environment."""
         scratch = Path(os.environ["COURSE_SANDBOX_SCRATCH"])
         rundir = Path(os.environ["COURSE_SANDBOX_RUN"])
         # A restart (a cell that ended the kernel, a timeout, exit()): what the old kernel left (a daemon
         # racing the walk below, swapping a folder for a link) is killed before root touches its folders.
         self.clean()
         for path in (scratch, rundir):
-            sandbox.give_to(path, self.uid)
+            workspace.give_to(path, self.uid)
         env = {}
         if os.environ.get("COURSE_VERDICTS"):
             env["COURSE_VERDICTS"] = os.environ["COURSE_VERDICTS"]
-        argv = sandbox.kernel_argv(connection_file)
+        argv = kernel.kernel_argv(connection_file)
         log = rundir / "kernel.log"
         return self.spawn(argv[0], argv, scratch, env=env, module=True, stdout=log, stderr=log)

@@ -24,16 +24,17 @@ from pathlib import Path
 from ..layout import (NB_EXT, REPO, RESTAMP_NOTE, assignments, gradebook_layout, load_config, notebook_owner,  # noqa: F401
                       source_notebooks)
 from .parallel import grade_parallel, start_workers
-from .service import configured as configured_service, submitter
-from .pipeline import (QuestionScore, Result, Submission, check_ok, failing_tests, grade_one,  # noqa: F401
-                       nbgrader_api, prepare_environment, read_notebook, scores, stage,
-                       write_atomically)
-from .sandbox import Limits, sweep_leftovers, warn_if_unsandboxed
+from .client import configured as configured_service, submitter
+from ..engine.pipeline import (QuestionScore, Result, Submission, check_ok, failing_tests, grade_one,  # noqa: F401
+                               nbgrader_api, prepare_environment, read_notebook, scores, stage,
+                               write_atomically)
+from ..sandbox import Limits, sweep_leftovers, warn_if_unsandboxed
 
 __all__ = [
     "REPO", "Submission", "Problem", "QuestionScore", "Result", "Ledger",
     "assignments", "source_notebooks", "gradebook_layout", "load_config", "release", "keep_student_changes",
-    "collect_submissions", "grade", "failing_tests", "read_notebook", "write_csv", "csv_cell", "SafeWriter",
+    "collect_submissions", "recognise", "grade_ids", "grade", "failing_tests", "read_notebook", "write_csv", "csv_cell",
+    "SafeWriter",
 ]
 
 
@@ -152,7 +153,7 @@ def collect_submissions(path: Path, root: Path = REPO) -> tuple[list[Submission]
     * ``<student>/<notebook>.ipynb``: the assignment is found from the notebook's file name.
 
     A notebook whose name is not the course's (JupyterLab's ``-Copy1``, ``Untitled.ipynb``) is
-    recognised by its nbgrader cell ids (:func:`handins.recognise`) and graded under the course's name
+    recognised by its nbgrader cell ids (:func:`recognise`) and graded under the course's name
     (``Submission.graded_as``); where a file with the course's name is there too, it wins and the copy is
     listed as a problem.
 
@@ -258,11 +259,41 @@ def collect_submissions(path: Path, root: Path = REPO) -> tuple[list[Submission]
     return subs, problems
 
 
+# --------------------------------------------------------------------------- which assignment
+
+def grade_ids(nb) -> set:
+    """The nbgrader grade ids of a notebook's cells."""
+    return {m.get("grade_id") for c in nb.cells
+            if isinstance(m := c.get("metadata", {}).get("nbgrader"), dict)} - {None}
+
+
+def recognise(nb, filename: str, root: Path = REPO) -> tuple[str, str, str] | None:
+    """``(assignment, notebook name, how)`` for a handed-in notebook, or None when neither its name nor
+    its cell ids say (at least half of a release notebook's nbgrader cells, the largest share).
+
+    The one rule for "which assignment is this notebook": :func:`collect_submissions` (renamed copies),
+    ``selfgrade`` and the hand-in importer all ask it."""
+    owner = notebook_owner(root)
+    best = None
+    mine = grade_ids(nb)
+    for a in assignments(root):
+        for src in source_notebooks(a, root):
+            release_nb, _ = read_notebook(Path(root) / "release" / a / src.name)
+            theirs = grade_ids(release_nb) if release_nb is not None else set()
+            if theirs and (best is None or len(mine & theirs) / len(theirs) > best[0]):
+                best = (len(mine & theirs) / len(theirs), a, src.name, len(mine & theirs), len(theirs))
+    by_ids = best if best and best[0] >= 0.5 else None
+    named = owner.get(filename)
+    if named and (by_ids is None or by_ids[1] == named):
+        return named, filename, "from its file name"
+    if by_ids:
+        return by_ids[1], by_ids[2], f"from its cell ids: {by_ids[3]} of the {by_ids[4]} nbgrader cells of {by_ids[2]}"
+    return None
+
+
 def _recognised(nb, path: Path, assignment: str | None, root: Path) -> tuple[str, str] | None:
     """(assignment, the course's notebook name) for a renamed copy (``01_version_counter-Copy1.ipynb``),
     from its nbgrader cell ids; None when they do not say, or say another assignment than its folder."""
-    from .handins import recognise
-
     found = recognise(nb, path.name, root)
     if found is None or (assignment is not None and found[0] != assignment):
         return None

@@ -39,7 +39,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .pipeline import QuestionScore, Result
+from ..engine.pipeline import QuestionScore, Result
 
 __all__ = ["REPORT_NAME", "CSP", "ReportError", "write_report", "build_html", "results_from_ledger",
            "cause_of", "hint_of", "is_unanswered", "task_causes", "reteach", "not_attempted", "esc"]
@@ -577,7 +577,7 @@ def build_html(results: list[Result], *, source: str, generated: str | None = No
 
 def write_report(results: list[Result], path: Path, *, source: str, generated: str | None = None) -> Path:
     """Write the report for ``results`` to ``path`` (atomically); return the path."""
-    from .pipeline import write_atomically
+    from ..engine.pipeline import write_atomically
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -35,8 +35,8 @@ from multiprocessing import forkserver, get_context
 from pathlib import Path
 
 from ..layout import REPO
-from . import pipeline
-from .pipeline import Result, Submission
+from ..engine import pipeline
+from ..engine.pipeline import Result, Submission
 
 MAX_WORKER_DEATHS = 2
 
@@ -111,7 +111,7 @@ def execute(student: str, assignment: str, notebooks: dict, course_config: str |
     ``notebooks`` (file names to bytes) is graded in a private course folder and the result comes back
     with ``executed`` set, for the grading process to record: no shared disk needed.
     """
-    from .sandbox import Limits
+    from ..sandbox import Limits
 
     pipeline.prepare_environment()
     os.environ["_COURSE_SANDBOX_WARNED"] = "1"  # the grading process already said it, once
@@ -175,8 +175,9 @@ def _worker_init(limits: dict | None = None, environ: dict | None = None, grader
     if limits is None:
         return
     try:
-        from . import confirm, zygote  # noqa: F401 - torch and the hidden checks: what every submission needs
-        from .sandbox import Limits
+        from ..engine import confirm  # noqa: F401 - torch and the hidden checks: what every submission needs
+        from ..sandbox import zygote  # noqa: F401
+        from ..sandbox import Limits
 
         pipeline.prepare_environment()
         warm = zygote.for_this_thread(Limits(**limits))
@@ -259,7 +260,7 @@ def longest_first(staged: dict) -> list[int]:
 #: What every worker imports before its first submission: the grading code, torch and the hidden checks
 #: (2.2-2.6 s of CPU per process on the course's 2-core VM). Imported once, in multiprocessing's fork
 #: server; each worker is a fork of it.
-WORKER_PRELOAD = ("instructor.grading.parallel", "instructor.grading.confirm", "instructor.grading.zygote")
+WORKER_PRELOAD = ("instructor.batch.parallel", "instructor.engine.confirm", "instructor.sandbox.zygote")
 
 
 def worker_context():

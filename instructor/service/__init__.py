@@ -26,9 +26,9 @@ second without giving the grader account root:
 
 Command line::
 
-    sudo .venv/bin/python -m instructor.grading.service serve --socket /srv/inplace-hub/grading-service/grading.sock \\
+    sudo .venv/bin/python -m instructor.service serve --socket /srv/inplace-hub/grading-service/grading.sock \\
         --group inplace-graders [--jobs 2]
-    python -m instructor.grading.service report --socket PATH      # the service's sandbox, measured as it grades
+    python -m instructor.service report --socket PATH      # the service's sandbox, measured as it grades
 
 A grading process uses it when ``COURSE_GRADING_SERVICE`` names the socket (the hub sets it for
 formgrader): :func:`.course.grade` then sends every submission there.
@@ -38,9 +38,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
-import dataclasses
 import grp
-import hashlib
 import json
 import os
 import pwd
@@ -54,84 +52,14 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from ..batch.client import (ENV, MAX_REPLY, MAX_REQUEST, ServiceError, ask, configured, grade_request,  # noqa: F401
+                            peer, receive, result_from_json, result_to_json, send, source_digest, submitter)
+
 REPO = Path(__file__).resolve().parents[2]
-ENV = "COURSE_GRADING_SERVICE"
-MAX_REQUEST = 64 << 20          # a request (a submission's notebooks, base64): more is refused
-MAX_REPLY = 256 << 20
 MAX_NOTEBOOKS = 20
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+\-]{0,99}$")
 NOTEBOOK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+\- ]{0,150}\.ipynb$")
 REQUEST_SECONDS = 60.0          # to send a whole request, once connected
-_HEADER = struct.Struct("!Q")
-
-
-class ServiceError(RuntimeError):
-    """The service could not be reached, refused the request, or answered something unreadable."""
-
-
-# --------------------------------------------------------------------------- framing (both sides)
-
-def send(sock: socket.socket, obj: dict) -> None:
-    data = json.dumps(obj).encode()
-    sock.sendall(_HEADER.pack(len(data)) + data)
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    chunks, got = [], 0
-    while got < n:
-        chunk = sock.recv(min(n - got, 1 << 20))
-        if not chunk:
-            raise ServiceError("the connection closed before the whole message came")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
-
-
-def receive(sock: socket.socket, limit: int) -> dict:
-    (n,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size))
-    if n > limit:
-        raise ServiceError(f"a message of {n} bytes (at most {limit} are read)")
-    try:
-        obj = json.loads(_recv_exact(sock, n))
-    except ValueError as err:
-        raise ServiceError(f"not JSON: {err}") from None
-    if not isinstance(obj, dict):
-        raise ServiceError("not a JSON object")
-    return obj
-
-
-def peer(sock: socket.socket) -> tuple[int, int, int]:
-    """(pid, uid, gid) of the process at the other end, as the kernel saw it connect."""
-    return struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
-
-
-def source_digest(root: Path, assignment: str) -> str:
-    """What identifies an assignment's source: every file of ``source/<assignment>/`` (names and bytes)."""
-    h = hashlib.sha256()
-    folder = Path(root) / "source" / assignment
-    for p in sorted(folder.rglob("*")):
-        rel = p.relative_to(folder)
-        if p.is_file() and not any(part in (".ipynb_checkpoints", "__pycache__") for part in rel.parts):
-            h.update(str(rel).encode() + b"\0" + p.read_bytes() + b"\0")
-    return h.hexdigest()
-
-
-# --------------------------------------------------------------------------- results as JSON
-
-def result_to_json(res) -> dict:
-    d = dataclasses.asdict(res)
-    d["feedback"], d["autograded"] = [], []   # the service's private paths mean nothing to the client
-    return d
-
-
-def result_from_json(d: dict):
-    from .pipeline import QuestionScore, Result
-
-    fields = {f.name for f in dataclasses.fields(Result)}
-    d = {k: v for k, v in d.items() if k in fields}
-    d["questions"] = [QuestionScore(**q) for q in d.get("questions", [])]
-    d["feedback"], d["autograded"] = [], []
-    return Result(**d)
 
 
 # --------------------------------------------------------------------------- the server (root)
@@ -168,7 +96,7 @@ def serving(pid: int, path: Path) -> bool:
         owner = os.stat(f"/proc/{pid}").st_uid
     except OSError:
         return False
-    if owner != os.geteuid() or "instructor.grading.service" not in argv or "serve" not in argv:
+    if owner != os.geteuid() or "instructor.service" not in argv or "serve" not in argv:
         return False
     try:
         sock = argv[argv.index("--socket") + 1]
@@ -301,7 +229,7 @@ class Server:
 
     def __init__(self, path: Path, *, group: str | None, uids: set[int] = frozenset(), jobs: int = 1):
         from ..layout import assignments, load_config
-        from .sandbox import Limits
+        from ..sandbox import Limits
 
         self.path, self.group, self.uids, self.jobs = Path(path), group, set(uids), max(1, jobs)
         self.limits = Limits.from_config(load_config(REPO))
@@ -397,7 +325,7 @@ class Server:
                     send(conn, {"ok": True, "uid": os.geteuid(), "assignments": self.assignments,
                                 "jobs": self.jobs, "repo": str(REPO)})
                 elif op == "report":
-                    from . import sandbox
+                    from .. import sandbox
 
                     send(conn, {"ok": True, "report": sandbox.report(self.limits)})
                 elif op == "grade":
@@ -415,15 +343,15 @@ class Server:
 
     # ---------------------------------------------------------------- grading
     def _start_pool(self) -> None:
-        from .parallel import start_workers
+        from ..batch.parallel import start_workers
 
         with self._lock:
             if self._pool is None:
                 self._pool = start_workers(self.jobs, self.limits)
 
     def grade(self, student: str, assignment: str, notebooks: dict):
-        from .parallel import MAX_WORKER_DEATHS, execute, start_workers
-        from .pipeline import Result
+        from ..batch.parallel import MAX_WORKER_DEATHS, execute, start_workers
+        from ..engine.pipeline import Result
 
         args = (student, assignment, notebooks, self.config_text, dict(self.limits.__dict__), None, False)
         self._start_pool()
@@ -452,53 +380,8 @@ class Server:
         return res
 
 
-# --------------------------------------------------------------------------- the client (grader account)
-
-def ask(path: str | Path, request: dict, *, timeout: float | None = None) -> dict:
-    """One request to the service at ``path``; its answer (raises :class:`ServiceError` on a refusal).
-    The answer is believed only from root (or this very account, for tests): a socket anyone else made
-    at that path is refused before anything is read."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
-    try:
-        try:
-            sock.connect(str(path))
-        except OSError as err:
-            raise ServiceError(f"the grading service at {path} cannot be reached ({err.strerror or err}); is it "
-                               "running? (the hub starts it; or: sudo .venv/bin/python -m instructor.grading.service "
-                               "serve ...)") from None
-        _pid, uid, _gid = peer(sock)
-        if uid not in (0, os.geteuid()):
-            raise ServiceError(f"{path} is served by uid {uid}, not root: refused")
-        send(sock, request)
-        reply = receive(sock, MAX_REPLY)
-    finally:
-        sock.close()
-    if reply.get("error") or not reply.get("ok"):
-        raise ServiceError(f"the grading service refused: {reply.get('error') or reply}")
-    return reply
-
-
-def grade_request(path, student: str, assignment: str, notebooks: dict[str, bytes], root: Path = REPO):
-    """Grade one submission at the service; a :class:`.pipeline.Result` to record (``executed`` set)."""
-    reply = ask(path, {"op": "grade", "student": student, "assignment": assignment,
-                       "source_digest": source_digest(root, assignment),
-                       "notebooks": {Path(n).name: base64.b64encode(b).decode() for n, b in notebooks.items()}})
-    return result_from_json(reply["result"])
-
-
-def submitter(path, root: Path = REPO):
-    """What :func:`.parallel.grade_parallel` calls per submission to have the service at ``path`` grade it."""
-    return lambda student, assignment, notebooks: grade_request(path, student, assignment, notebooks, root=root)
-
-
-def configured() -> str | None:
-    """The service's socket, when this grading process is to use one (``COURSE_GRADING_SERVICE``)."""
-    return os.environ.get(ENV) or None
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m instructor.grading.service", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m instructor.service", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("serve", help="run the service (as root)")
     s.add_argument("--socket", required=True, help="where to listen (its folder is made root's, group --group, 0750)")
@@ -557,6 +440,3 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(reply.get("report", reply), indent=1))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -4,11 +4,11 @@ nbgrader's autograde (the course's trusted pipeline included: :func:`.pipeline.s
 :func:`.pipeline.replay_config` keep nbgrader's ``AssignLatePenalties`` step) compares the submission's
 ``timestamp.txt`` (written by ``nbgrader submit``, kept by the course's collect, which re-stamps it with the
 folder's latest change time when it was backdated: :class:`.exchange.CourseExchangeCollect`) with the assignment's
-due date in the gradebook (``python -m instructor.grading.hub due ASSIGNMENT WHEN``, or formgrader's
+due date in the gradebook (``python -m instructor.classroom.hub due ASSIGNMENT WHEN``, or formgrader's
 Manage Assignments). For a late submission it asks ``AssignLatePenalties.plugin_class`` for each
 notebook's penalty; ``nbgrader_config.py`` names :class:`PerDayPenalty`::
 
-    c.AssignLatePenalties.plugin_class = "instructor.grading.late.PerDayPenalty"
+    c.AssignLatePenalties.plugin_class = "instructor.classroom.late.PerDayPenalty"
     c.PerDayPenalty.percent_per_day = 10     # of the notebook's points, per started day (24 h) late
     c.PerDayPenalty.grace_minutes = 0        # a submission this little late loses nothing
     c.PerDayPenalty.of = "max_score"         # or "score": a share of what the notebook earned

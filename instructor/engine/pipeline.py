@@ -31,9 +31,11 @@ from pathlib import Path
 import nbformat
 
 from ..layout import NB_EXT, REPO, RESTAMP_NOTE, gradebook_layout, load_config, test_cell_ids
-from . import sandbox, zygote
+from .. import sandbox
+from ..sandbox import zygote
 from .feedback import annotate_feedback, exporter_class
 from .canonical import canonical_notebook
+from .execute import sandboxed_execute_class, source_key
 
 __all__ = ["Submission", "QuestionScore", "Result", "sandboxed_config", "replay_config", "nbgrader_api", "check_ok",
            "prepare_environment", "stage", "grade_one", "keep_lower", "record", "scores", "annotate_feedback",
@@ -59,7 +61,7 @@ def sandboxed_config(root: Path):
     # to do (canonical keeps the first cell of a grade id, as DeduplicateIds would).
     config.Autograde.sanitize_preprocessors = [ClearOutput, _canonicalize_preprocessor(), DeduplicateIds, OverwriteKernelspec,
                                                OverwriteCells, InertNotebook, CheckCellMetadata]
-    config.Autograde.autograde_preprocessors = [sandbox.sandboxed_execute_class(), IgnorePattern, ClearMetadataPreprocessor,
+    config.Autograde.autograde_preprocessors = [sandboxed_execute_class(), IgnorePattern, ClearMetadataPreprocessor,
                                                 LimitOutput, InertNotebook, SaveAutoGrades, AssignLatePenalties,
                                                 CheckCellMetadata]
     # Feedback shows what failed and why (the cells' outputs), never the hidden part of a test cell,
@@ -423,7 +425,7 @@ def grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback
                "COURSE_SANDBOX_CGROUP": os.pathsep.join(str(d) for d in cgroup.dirs),
                "COURSE_SANDBOX_BWRAP": "1" if sandbox.status()["bwrap"] else "0",
                "COURSE_SANDBOX_WALL": str(max(1.0, deadline - time.monotonic())),
-               "COURSE_HUNG": json.dumps({"cells": sorted({sandbox.source_key(c) for c in hung_cells}),
+               "COURSE_HUNG": json.dumps({"cells": sorted({source_key(c) for c in hung_cells}),
                                           "tests": sorted(set(hung_tests))}),
                "JUPYTER_PATH": str(specs) + os.pathsep + os.environ.get("JUPYTER_PATH", "")}
         saved = {k: os.environ.get(k) for k in env}
@@ -443,7 +445,7 @@ def grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback
                 else:
                     os.environ[k] = v
             cgroup.cleanup()
-        res.flags += list(getattr(sandbox.sandboxed_execute_class(), "last_flags", []))
+        res.flags += list(getattr(sandboxed_execute_class(), "last_flags", []))
         if not out.get("success"):
             res.error = failure_reason(out)
             kernel_failure(res, rundir)
