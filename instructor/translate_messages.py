@@ -329,13 +329,24 @@ def update(lang: str = DEFAULT_LANG, root: Path = REPO) -> list[str]:
             + update_catalogue(grader_catalogue_path(lang, root), grader, lang, "hidden checks"))
 
 
+def hidden_leaks(catalogue: Path, root: Path = REPO) -> list[str]:
+    """The msgids of a student catalogue that only the hidden checks say (students must never read
+    them in the package they install): [] when none."""
+    student, grader = extract(root)
+    po = polib.pofile(str(catalogue)) if catalogue.is_file() else []
+    return [e.msgid for e in po if e.msgid in grader and e.msgid not in student]
+
+
 def check(lang: str = DEFAULT_LANG, root: Path = REPO) -> list[str]:
     """One line per message without a reviewed translation (missing, empty, fuzzy, or with other fields),
-    naming where the English text is; [] when every message has one."""
+    naming where the English text is, and one per hidden check's text in the student catalogue; []
+    when every message has a reviewed translation where it belongs."""
     from autograder.i18n import template_fields
 
-    problems = []
     student, grader = extract(root)
+    rel_student = student_catalogue_path(lang, root).relative_to(root).as_posix()
+    problems = [f"{rel_student}: a hidden check's text in the student package (move it to the grader's "
+                f"catalogue): {m!r}" for m in hidden_leaks(student_catalogue_path(lang, root), root)]
     for path, messages in ((student_catalogue_path(lang, root), student), (grader_catalogue_path(lang, root), grader)):
         po = {e.msgid: e for e in polib.pofile(str(path))} if path.is_file() else {}
         rel = path.relative_to(root).as_posix()
@@ -357,12 +368,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m instructor.translate_messages", description=__doc__.split("\n")[0])
     ap.add_argument("command", choices=["update", "check"])
     ap.add_argument("--lang", default=DEFAULT_LANG, choices=LANGS)
+    ap.add_argument("--root", type=Path, default=REPO, help="the course repository (default: this one)")
     args = ap.parse_args(argv)
     if args.command == "update":
-        changes = update(args.lang)
+        changes = update(args.lang, args.root)
         print("\n".join(changes) or "catalogues up to date")
         return 0
-    problems = check(args.lang)
+    problems = check(args.lang, args.root)
     if problems:
         print("\n".join(problems))
         print(f"{len(problems)} message(s) without a reviewed {args.lang} translation: translate them in the "
