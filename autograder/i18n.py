@@ -17,6 +17,7 @@ literals in its test cells; a message is translated when it is shown, from a get
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["LANGUAGES", "LABELS", "language", "set_language", "translate", "translate_message", "_", "N_",
-           "Catalogue", "load_catalogue", "catalogue", "catalogue_path", "template_fields", "label_lines"]
+           "speaking", "notebook_language", "Catalogue", "load_catalogue", "catalogue", "catalogue_path", "template_fields", "label_lines"]
 
 LANGUAGES = ("en", "zh_CN")
 DOMAIN = "autograder"
@@ -70,6 +71,19 @@ def set_language(lang: str | None) -> None:
     if lang is not None and lang not in LANGUAGES:
         raise ValueError(f"unknown course language {lang!r}: the course has {', '.join(LANGUAGES)}")
     _language = lang
+
+
+@contextlib.contextmanager
+def speaking(lang: str):
+    """This process's language is ``lang`` inside the block (the grader judges in English whatever
+    ``COURSE_LANG`` says, and translates where a student reads the verdict)."""
+    global _language
+    saved = _language
+    set_language(lang)
+    try:
+        yield
+    finally:
+        _language = saved
 
 
 def _normal(lang) -> str | None:

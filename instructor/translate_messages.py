@@ -41,7 +41,8 @@ LANGS = ("zh_CN",)
 DEFAULT_LANG = "zh_CN"
 
 #: autograder.checks' functions whose text arguments a student reads
-CHECK_FUNCTIONS = {"fail", "check_true", "check_type", "check_tensor", "check_close", "check_equal", "call_student"}
+CHECK_FUNCTIONS = {"fail", "check_true", "check_type", "check_tensor", "check_close", "check_equal", "call_student",
+                   "Verdict"}   # the grader's own verdicts (instructor/engine/confirm.py)
 #: the marker functions of autograder.i18n
 MARKERS = {"_", "N_", "translate", "translate_message"}
 #: keyword arguments that are not text a student reads
@@ -59,6 +60,8 @@ NOT_MESSAGE_CALLS = {"startswith", "endswith", "get", "split", "partition", "rpa
                      "getattr", "isinstance", "splitlines", "format"}
 STUDENT_MODULES = ["autograder/checks.py", "autograder/check.py", "autograder/validate_view.py",
                    "autograder/cli.py", "autograder/handin.py", "autograder/runtime.py"]
+#: the grader's modules whose verdicts a student reads (beside instructor/hidden)
+GRADER_MODULES = ["instructor/engine/confirm.py"]
 HIDDEN_BLOCK = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", re.M | re.S)
 #: the course's layout labels (autograder.checks.fail): a piece of a message starts after one
 LAYOUT_LABEL = re.compile(r"^\s*(for input|expected|got|try next|detail)\s*:\s?")
@@ -273,7 +276,7 @@ def extract(root: Path = REPO) -> tuple[dict[str, Message], dict[str, Message]]:
     for rel in STUDENT_MODULES:
         path = root / rel
         _add(student, messages_in_source(path.read_text(encoding="utf-8"), rel, MESSAGE_FUNCTIONS.get(rel, set())))
-    for path in sorted((root / "instructor" / "hidden").rglob("*.py")):
+    for path in sorted((root / "instructor" / "hidden").rglob("*.py")) + [root / m for m in GRADER_MODULES]:
         rel = path.relative_to(root).as_posix()
         _add(grader, messages_in_source(path.read_text(encoding="utf-8"), rel, MESSAGE_FUNCTIONS.get(rel, set())))
     grader = {k: v for k, v in grader.items() if k not in student}

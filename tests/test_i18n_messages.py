@@ -187,7 +187,8 @@ def test_the_student_catalogue_holds_no_hidden_checks_text(tmp_path):
 def _course_copy(root: Path) -> Path:
     for rel in ["source", "notebooks", "instructor/hidden", "autograder/locale", "instructor/locale"]:
         shutil.copytree(REPO / rel, root / rel, ignore=shutil.ignore_patterns("__pycache__"))
-    for rel in tm.STUDENT_MODULES:
+    for rel in tm.STUDENT_MODULES + tm.GRADER_MODULES:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / rel, root / rel)
     return root
 
@@ -302,3 +303,39 @@ def test_check_report_stays_english_in_the_english_edition(en, tmp_path):
     text = str(CheckReport(tmp_path / "a.ipynb", [q]))
     assert "a.ipynb: 1 graded question(s)" in text and "try next : return a list." in text
     assert not HAN.search(text)
+
+
+# --------------------------------------------------------------------------- the grader's side
+
+def _release(folder: Path, language=None) -> Path:
+    folder.mkdir(parents=True)
+    _notebook(folder / "01_version_counter.ipynb", language)
+    return folder
+
+
+def test_the_grader_judges_in_english_and_writes_chinese_verdicts_for_a_chinese_release(tmp_path, zh):
+    from instructor.engine.i18n import release_language, shown_verdicts
+
+    with i18n.speaking("en"):   # how confirm judges, whatever COURSE_LANG says
+        english = _raised(lambda: fail("the tensor is not detector-shaped", expected="(2, 3, 8, 8, 7)",
+                                       got="(2, 3)", hint="make p of shape (2, 3, 8, 8, 7), as the task says."))
+    assert i18n.language() == "zh_CN" and not HAN.search(english)
+    hidden = ("fixed_sigmoid_decode is not implemented yet\n  for input: p float32 (1, 3, 4, 5, 7)\n"
+              "  try next : replace `raise NotImplementedError` in the cell that defines fixed_sigmoid_decode, run it.")
+    verdicts = {"a": {"passed": False, "message": english, "cases": 1}, "b": {"passed": False, "message": hidden},
+                "c": {"passed": True, "message": ""}}
+    zh_release, en_release = _release(tmp_path / "zh" / "a01", "zh_CN"), _release(tmp_path / "en" / "a01")
+    assert release_language(zh_release) == "zh_CN" and release_language(en_release) is None
+    assert shown_verdicts(verdicts, en_release) == verdicts
+    shown = shown_verdicts(verdicts, zh_release)
+    assert shown["a"]["message"].splitlines() == [
+        "这个张量不是检测器输出的形状", "  期望\u3000：(2, 3, 8, 8, 7)", "  实际\u3000：(2, 3)",
+        "  下一步：按题目要求，p 的形状是 (2, 3, 8, 8, 7)。"]
+    assert shown["b"]["message"].splitlines() == [
+        "fixed_sigmoid_decode 还没有实现", "  输入\u3000：p float32 (1, 3, 4, 5, 7)",
+        "  下一步：把定义 fixed_sigmoid_decode 的单元格里的 `raise NotImplementedError` 换成你的代码，然后运行它。"]
+    assert shown["c"] == verdicts["c"] and shown["a"]["cases"] == 1
+    assert verdicts["a"]["message"] == english   # the gradebook's (and the report's) verdicts stay English
+    # the grader's texts never reach the student package: the student catalogue alone leaves them English
+    assert i18n.translate_message(hidden, "zh_CN").splitlines()[-1] == (
+        "  下一步：replace `raise NotImplementedError` in the cell that defines fixed_sigmoid_decode, run it.")

@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.i18n import speaking
+
 from ..hidden import Check, Verdict, checks_for, judge_results, probe_source
 from ..hidden.probe_driver import timed_out
 from ..layout import is_test_cell, nbgrader_meta, test_cell_ids
@@ -310,7 +312,8 @@ def confirm(nb, assignment: str, *, limits=None, workdir: Path | None = None,
         try:
             if got is not None and not isinstance(got, list):
                 raise TypeError(f"a {type(got).__name__}, not a list of case results")
-            conf.verdicts[check.grade_id] = judge_results(check, cases, got)
+            with speaking("en"):   # judged in English in every edition (translated where a student reads it)
+                conf.verdicts[check.grade_id] = judge_results(check, cases, got)
         except Exception as err:  # noqa: BLE001 - the driver never writes such data: it was forged
             conf.verdicts[check.grade_id] = Verdict(check.grade_id, False, "the confirmation result had a form the "
                                                     "grader never writes; not graded", len(cases))

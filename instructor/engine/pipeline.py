@@ -36,6 +36,7 @@ from ..sandbox import zygote
 from .feedback import annotate_feedback, exporter_class
 from .canonical import canonical_notebook
 from .execute import sandboxed_execute_class, source_key
+from .i18n import shown_verdicts
 
 __all__ = ["Submission", "QuestionScore", "Result", "sandboxed_config", "replay_config", "nbgrader_api", "check_ok",
            "prepare_environment", "stage", "grade_one", "keep_lower", "record", "scores", "annotate_feedback",
@@ -412,7 +413,9 @@ def grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback
             hung_cells += conf.hung_cells
             hung_tests += conf.hung_tests
         vfile = tmp / "verdicts.json"
-        vfile.write_text(json.dumps({g: v.as_json() for g, v in verdicts.items()}))
+        # what the kernel shows in the feedback: in the language of the release (the gradebook keeps English)
+        vfile.write_text(json.dumps(shown_verdicts({g: v.as_json() for g, v in verdicts.items()},
+                                                   workdir / "release" / sub.assignment)))
         os.chmod(vfile, 0o644)
         kernel_scratch, rundir, specs = tmp / "kernel", tmp / "run", tmp / "jupyter"
         for d in (kernel_scratch, rundir):
