@@ -112,8 +112,7 @@ def transplant(submitted, english_release, edition_release, lang: str):
         if cid in en and cid in ed and cell.cell_type == en[cid].cell_type == ed[cid].cell_type \
                 and cell.source == en[cid].source:
             cell.source = ed[cid].source
-    course_meta = out.metadata.get("course")
-    if not isinstance(course_meta, dict):
-        course_meta = out.metadata["course"] = {}
-    course_meta["language"] = lang
+    if not isinstance(out.metadata.get("course"), dict):
+        out.metadata["course"] = {}
+    out.metadata["course"]["language"] = lang
     return out

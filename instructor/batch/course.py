@@ -3,7 +3,7 @@
 * :func:`release` — ``release/`` regenerated with nbgrader, a student's answers found there kept first;
 * :func:`collect_submissions` — every submitted file checked *before* grading (links never followed),
   one line naming each that cannot be graded;
-* :func:`grade` — the batch loop: each (student, assignment) through :mod:`.pipeline` on its own (one at a
+* :func:`grade` — the batch loop: each (student, assignment) through :mod:`instructor.engine.pipeline` on its own (one at a
   time here, or on workers with :mod:`.parallel`), so one broken submission never stops the others;
   the :class:`Ledger` skips unchanged work and remembers a submission that killed the grader;
 * :func:`write_csv` — ``grades.csv`` and ``grades_by_question.csv``, every cell neutralised.
@@ -57,6 +57,9 @@ def release(names: list[str] | None = None, root: Path = REPO) -> list[Path]:
     written = []
     with tempfile.TemporaryDirectory(prefix="course-release-") as tmp:
         work = Path(tmp)
+        if Path(root).resolve() != REPO.resolve() and (Path(root) / "nbgrader_config.py").is_file():
+            # a course folder's own settings (an edition's, zh_CN/: its stubs in Chinese) go with its source
+            shutil.copy2(Path(root) / "nbgrader_config.py", work / "nbgrader_config.py")
         for name in names:
             shutil.copytree(Path(root) / "source" / name, work / "source" / name,
                             ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
@@ -311,7 +314,7 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
     a Dask ``scheduler`` the submissions go to workers (:mod:`.parallel`); ``shared_disk=False`` makes
     every worker grade in a private folder and this process record, as for workers on other machines.
     ``service`` (default: ``COURSE_GRADING_SERVICE``): the socket of a root-owned grading service
-    (:mod:`.service`) that grades each submission; this process records.
+    (:mod:`instructor.service`) that grades each submission; this process records.
     """
     from tqdm.auto import tqdm
 
