@@ -61,7 +61,10 @@ NOT_MESSAGE_CALLS = {"startswith", "endswith", "get", "split", "partition", "rpa
 STUDENT_MODULES = ["autograder/checks.py", "autograder/check.py", "autograder/validate_view.py",
                    "autograder/cli.py", "autograder/handin.py", "autograder/runtime.py"]
 #: the grader's modules whose verdicts a student reads (beside instructor/hidden)
-GRADER_MODULES = ["instructor/engine/confirm.py"]
+GRADER_MODULES = ["instructor/engine/confirm.py", "instructor/engine/canonical.py", "instructor/engine/execute.py",
+                  "instructor/engine/pipeline.py", "instructor/engine/feedback.py"]
+#: lists of the grader's notes on a submission that its feedback page shows (``flags.append(...)``)
+NOTE_LISTS = re.compile(r"(flags|integrity)$")
 HIDDEN_BLOCK = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", re.M | re.S)
 #: the course's layout labels (autograder.checks.fail): a piece of a message starts after one
 LAYOUT_LABEL = re.compile(r"^\s*(for input|expected|got|try next|detail)\s*:\s?")
@@ -204,7 +207,10 @@ def messages_in_source(source: str, filename: str, whole: set[str] = frozenset()
     found: list[tuple[ast.AST, int]] = []
     marked: set[int] = set()   # the expressions marked with _() / N_() / translate(): every one is a message
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _call_name(node) in CHECK_FUNCTIONS | MARKERS:
+        if (isinstance(node, ast.Call) and _call_name(node) in ("append", "extend") and isinstance(node.func, ast.Attribute)
+                and NOTE_LISTS.search(ast.unparse(node.func.value))):   # a note the feedback page shows
+            found += [(a, node.lineno) for a in node.args]
+        elif isinstance(node, ast.Call) and _call_name(node) in CHECK_FUNCTIONS | MARKERS:
             found += [(a, node.lineno) for a in node.args]
             found += [(k.value, node.lineno) for k in node.keywords if k.arg not in NOT_TEXT]
             if _call_name(node) in MARKERS:
