@@ -339,3 +339,34 @@ def test_the_grader_judges_in_english_and_writes_chinese_verdicts_for_a_chinese_
     # the grader's texts never reach the student package: the student catalogue alone leaves them English
     assert i18n.translate_message(hidden, "zh_CN").splitlines()[-1] == (
         "  下一步：replace `raise NotImplementedError` in the cell that defines fixed_sigmoid_decode, run it.")
+
+
+def _feedback_course(root: Path, language) -> tuple[object, Path]:
+    from types import SimpleNamespace
+
+    _release(root / "release" / "01_version_counter", language)
+    page = root / "feedback" / "ada" / "01_version_counter" / "01_version_counter.html"
+    page.parent.mkdir(parents=True)
+    page.write_text('<html><head></head><body><a href="#decode_tests">Test cell</a></body></html>', encoding="utf-8")
+    res = SimpleNamespace(flags=["locked cell 'decode_tests' was edited: restored"],
+                          integrity=["decode_tests: the check outside the kernel passed but the notebook's own tests "
+                                     "gave 0; kept 0"],
+                          feedback=[page], assignment="01_version_counter", student="ada", questions=[])
+    return res, page
+
+
+def test_the_feedback_pages_notes_in_the_releases_language(tmp_path):
+    from instructor.engine.feedback import annotate_feedback
+
+    res, page = _feedback_course(tmp_path / "zh", "zh_CN")
+    annotate_feedback(res)
+    text = page.read_text(encoding="utf-8")
+    assert "<b>评分程序的说明</b>" in text and "<li>锁定的单元格 &#x27;decode_tests&#x27; 被修改了：已恢复</li>" in text, text
+    assert "decode_tests：内核之外的检查通过了，但笔记本自己的测试给了 0 分；保留 0 分" in text
+    assert '<a href="#decode_tests">题目 <span class="course-question">' in text
+    assert res.flags == ["locked cell 'decode_tests' was edited: restored"]   # the results keep English
+    res, page = _feedback_course(tmp_path / "en", None)
+    annotate_feedback(res)
+    text = page.read_text(encoding="utf-8")
+    assert "<b>Notes from the grader</b>" in text and "was edited: restored</li>" in text
+    assert '<a href="#decode_tests">question <span' in text and not HAN.search(text)

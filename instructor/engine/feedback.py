@@ -196,14 +196,22 @@ def annotate_feedback(res) -> None:
     disagreements (``res``: a grading result with ``flags``, ``integrity`` and the ``feedback`` files).
     The summary names each question instead of "Test cell"; long lines wrap; an answer waiting for its
     hand grade says so (:func:`mark_pending`)."""
+    from autograder.i18n import N_
+    from .i18n import release_language, translate_verdict
+
     lines = res.flags + res.integrity
-    note = ("<div style='border:2px solid #c60;padding:8px;margin:8px'><b>Notes from the grader</b><ul>"
-            + "".join(f"<li>{html.escape(l)}</li>" for l in lines) + "</ul></div>") if lines else ""
     for path in res.feedback:
+        # a notebook of the Chinese edition: the notes in Chinese (the results keep them in English)
+        lang = release_language(path.parents[3] / "release" / res.assignment) if len(path.parents) > 3 else None
+        note = ("<div style='border:2px solid #c60;padding:8px;margin:8px'><b>"
+                + html.escape(translate_verdict(N_("Notes from the grader"), lang)) + "</b><ul>"
+                + "".join(f"<li>{html.escape(translate_verdict(l, lang))}</li>" for l in lines)
+                + "</ul></div>") if lines else ""
+        question = html.escape(translate_verdict(N_("question"), lang))
         text = path.read_text(encoding="utf-8")
         text = mark_pending(text, *hand_grading(path, res))
         text = re.sub(r'<a href="#([A-Za-z0-9_\-]+)">Test cell</a>',
-                      lambda m: f'<a href="#{m.group(1)}">question <span class="course-question">'
+                      lambda m: f'<a href="#{m.group(1)}">{question} <span class="course-question">'
                                 f'{html.escape(question_label(m.group(1)))}</span></a>', text)
         k = text.find("</head>")
         if k >= 0:
