@@ -370,3 +370,17 @@ def test_the_feedback_pages_notes_in_the_releases_language(tmp_path):
     text = page.read_text(encoding="utf-8")
     assert "<b>Notes from the grader</b>" in text and "was edited: restored</li>" in text
     assert '<a href="#decode_tests">question <span' in text and not HAN.search(text)
+
+
+def test_pending_hand_grading_in_chinese(tmp_path):
+    from instructor.engine.feedback import mark_pending
+
+    page = ('<h4>01_version_counter (Score: 15.0 / 18.0)</h4><ul><li><a href="#essay">Written answer</a> '
+            '(Score: 0.0 / 3.0)</li></ul><a name="essay"></a><div class="panel-heading"><span class="nbgrader-label">'
+            'Written answer</span> <span class="pull-right">Score: 0.0 / 3.0</span>')
+    zh_page = mark_pending(page, {"essay": 3.0}, lang="zh_CN")
+    assert "<h4>01_version_counter (Score: 15 / 15 已自动评分，3 分待人工评分)</h4>" in zh_page, zh_page
+    assert "Written answer</a> （待人工评分，3 分）</li>" in zh_page and "待人工评分（3 分）" in zh_page
+    en_page = mark_pending(page, {"essay": 3.0})
+    assert "(Score: 15 / 15 autograded, 3 points pending hand grading)</h4>" in en_page
+    assert "(pending hand grading, 3 points)</li>" in en_page and not HAN.search(en_page)

@@ -167,24 +167,33 @@ def hand_grading(path, res) -> tuple[dict[str, float], bool]:
 _TOTAL = re.compile(r"(<h4>[^<]*\(Score: )([0-9.]+) / ([0-9.]+)(\)</h4>)")
 
 
-def mark_pending(text: str, pending: dict[str, float], graded_by_hand: bool = False) -> str:
+def mark_pending(text: str, pending: dict[str, float], graded_by_hand: bool = False, lang: str | None = None) -> str:
     """nbgrader's feedback page with each answer in ``pending`` (grade id: points) shown as pending hand
     grading instead of a score of 0, in the list at the top, at the answer, and in the total:
     "Score: 10 / 13 autograded, 3 points pending hand grading"."""
     if not pending:
         return text
+    from autograder.i18n import N_
+    from .i18n import translate_verdict
+
+    def tr(english: str) -> str:   # a notebook of the Chinese edition: in Chinese (``lang``)
+        return translate_verdict(english, lang)
+
     for gid, points in pending.items():
         name = re.escape(html.escape(gid))
         text = re.sub(rf'(<li><a href="#{name}">[^<]*</a>) \(Score: [0-9.]+ / [0-9.]+\)',
-                      lambda m: f"{m.group(1)} (pending hand grading, {points:g} points)", text, count=1)
+                      lambda m: f"{m.group(1)} " + tr(N_(f"(pending hand grading, {points:g} points)")), text, count=1)
         text = re.sub(rf'(<a name="{name}"></a><div class="panel-heading"><span class="nbgrader-label">[^<]*</span>'
                       rf'\s*<span class="pull-right">\s*)Score: [0-9.]+ / [0-9.]+',
-                      lambda m: f"{m.group(1)}Pending hand grading ({points:g} points)", text)
+                      lambda m: m.group(1) + tr(N_(f"Pending hand grading ({points:g} points)")), text)
     waiting = sum(pending.values())
 
     def total(m) -> str:
         score, out_of = float(m.group(2)), float(m.group(3)) - waiting
-        so_far = "graded so far" if graded_by_hand else "autograded"
+        so_far = N_("graded so far") if graded_by_hand else N_("autograded")
+        if lang:
+            return m.group(1) + tr(N_(f"{score:g} / {out_of:g} {so_far}, {waiting:g} point(s) pending hand grading")) \
+                + m.group(4)
         return (f"{m.group(1)}{score:g} / {out_of:g} {so_far}, {waiting:g} point{'s' if waiting != 1 else ''} "
                 f"pending hand grading{m.group(4)}")
 
@@ -209,7 +218,7 @@ def annotate_feedback(res) -> None:
                 + "</ul></div>") if lines else ""
         question = html.escape(translate_verdict(N_("question"), lang))
         text = path.read_text(encoding="utf-8")
-        text = mark_pending(text, *hand_grading(path, res))
+        text = mark_pending(text, *hand_grading(path, res), lang=lang)
         text = re.sub(r'<a href="#([A-Za-z0-9_\-]+)">Test cell</a>',
                       lambda m: f'<a href="#{m.group(1)}">{question} <span class="course-question">'
                                 f'{html.escape(question_label(m.group(1)))}</span></a>', text)
