@@ -10,6 +10,10 @@ export PYTHONHASHSEED := 0
 # a network more than they compute, and one worker left a core idle a third of the time. Each test file
 # is one group, the session's grading another (tests/conftest.py); PYTEST_PARALLEL= runs it in one.
 PYTEST_PARALLEL ?= -n 2 --dist loadscope --no-loadscope-reorder
+# COURSE_LANG=zh_CN: release, demo, lab and hub run the Chinese edition (zh_CN/, README 中文版); empty: English.
+COURSE_LANG ?=
+export COURSE_LANG
+LANG_ARG := $(if $(COURSE_LANG),--lang $(COURSE_LANG))
 
 .PHONY: help setup demo test test-fast lab lab-instructor release selfgrade lock train screenshots clean bench bench-grading sandbox-check gpu-check
 
@@ -25,6 +29,7 @@ help:
 	@echo "make lock       rewrite constraints.txt from the current venv"
 	@echo "make bench      grade a synthetic class three ways (nbgrader alone, --jobs 1, --jobs N); BENCH_ARGS=--copies 2"
 	@echo "make bench-grading  time plain autograde vs the sandboxed, confirmed pipeline (minutes)"
+	@echo "COURSE_LANG=zh_CN make release|demo|lab|hub   the same in the Chinese edition (zh_CN/)"
 	@echo "make hub        (root) JupyterHub for a class on this machine, formgrader as its grader service; HUB_ARGS=\"--demo\" demo accounts, \"--roster class.csv\", see docs/deploying.md"
 	@echo "make gpu-check  on a CUDA machine: every hidden check's CUDA cases on the references and the samples; skipped without a GPU (GPU_CHECK_ARGS=--assignment 03_yolo_head)"
 
@@ -47,7 +52,7 @@ sandbox-check:
 	@command -v bwrap >/dev/null 2>&1 || echo "WARNING: bubblewrap (bwrap) is not installed: grading will run submissions WITHOUT the sandbox (apt-get install bubblewrap)" >&2
 
 demo: setup
-	$(BIN)/python -m autograder demo $(DEMO_ARGS)
+	$(BIN)/python -m autograder demo $(LANG_ARG) $(DEMO_ARGS)
 
 # make test A=03_yolo_head: one assignment's hidden checks, mutants, samples and visible tests only.
 test: setup
@@ -57,13 +62,13 @@ test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
 lab: setup
-	$(BIN)/python -m autograder.lab $(LAB_ARGS)
+	$(BIN)/python -m autograder.lab $(LANG_ARG) $(LAB_ARGS)
 
 lab-instructor: setup
-	$(BIN)/python -m autograder.lab --instructor $(LAB_ARGS)
+	$(BIN)/python -m autograder.lab --instructor $(LANG_ARG) $(LAB_ARGS)
 
 release: setup
-	$(BIN)/python -m autograder release
+	$(BIN)/python -m autograder release $(LANG_ARG)
 
 selfgrade: setup
 	$(BIN)/python -m autograder selfgrade $(NB)
@@ -97,7 +102,7 @@ HUB_LOCK   ?= --lock-checkout
 hub: setup hub/node_modules/.package-lock.json
 	@test "$$(id -u)" = 0 || { echo "make hub makes OS accounts and runs JupyterHub as root: sudo make hub" >&2; exit 1; }
 	$(BIN)/python -m pip install --quiet -c constraints.txt -c hub/constraints-hub.txt jupyterhub
-	$(BIN)/python -m instructor.classroom.hub setup --prefix $(HUB_PREFIX) $(HUB_LOCK) $(HUB_ARGS)
+	$(BIN)/python -m instructor.classroom.hub setup --prefix $(HUB_PREFIX) $(HUB_LOCK) $(LANG_ARG) $(HUB_ARGS)
 	cd $(HUB_PREFIX)/state && HUB_PREFIX=$(HUB_PREFIX) $(BIN)/python -m jupyterhub -f $(CURDIR)/hub/jupyterhub_config.py
 
 hub/node_modules/.package-lock.json: hub/package.json hub/package-lock.json

@@ -14,7 +14,14 @@ from pathlib import Path
 
 from .cli import REPO
 
-__all__ = ["student_view", "student_env", "student_exchange_config", "instructor_env", "main"]
+__all__ = ["student_view", "student_env", "student_exchange_config", "instructor_env", "interface_language", "main"]
+
+#: The course's editions in other languages (a folder of the repository each, ``zh_CN/``), chosen by
+#: ``COURSE_LANG`` or ``--lang``; for each, the locale of JupyterLab's own interface (its language pack,
+#: ``jupyterlab-language-pack-zh-CN``, pinned in constraints.txt).
+EDITIONS = {"zh_CN": "zh_CN"}
+LANG_ENV = "COURSE_LANG"
+TRANSLATION_PLUGIN = "@jupyterlab/translation-extension:plugin"
 
 
 def student_view(postbuild: Path = REPO / "postBuild") -> tuple[list[str], list[str]]:
@@ -72,6 +79,31 @@ def instructor_env(config: Path) -> dict:
     env["JUPYTER_CONFIG_PATH"] = str(config) + (os.pathsep + env["JUPYTER_CONFIG_PATH"]
                                                 if env.get("JUPYTER_CONFIG_PATH") else "")
     return env
+
+
+def interface_language(view: Path, lang: str) -> list[str]:
+    """JupyterLab's arguments that show its own interface (menus, dialogs) in ``lang``: an application
+    settings folder whose ``overrides.json`` picks the locale in JupyterLab's own setting
+    (``@jupyterlab/translation-extension:plugin``), the installed application's overrides kept, beside a
+    link to the application's static files (JupyterLab reads its extensions' metadata there)."""
+    from jupyterlab.commands import get_app_dir
+
+    app = Path(get_app_dir())
+    settings = Path(view) / "lab" / "settings"
+    settings.mkdir(parents=True, exist_ok=True)
+    own = app / "settings" / "overrides.json"
+    overrides = json.loads(own.read_text(encoding="utf-8")) if own.is_file() else {}
+    overrides.setdefault(TRANSLATION_PLUGIN, {})["locale"] = EDITIONS[lang]
+    (settings / "overrides.json").write_text(json.dumps(overrides, indent=1), encoding="utf-8")
+    if (app / "static").is_dir() and not (settings.parent / "static").exists():
+        (settings.parent / "static").symlink_to(app / "static")
+    pack = "jupyterlab_language_pack_" + EDITIONS[lang]
+    import importlib.util
+
+    if importlib.util.find_spec(pack) is None:
+        print(f"note: JupyterLab's {lang} language pack is not installed (pip install -c constraints.txt "
+              f"{pack.replace('_', '-')}): its interface stays in English", file=sys.stderr, flush=True)
+    return [f"--LabApp.app_settings_dir={settings}"]
 
 
 #: Where the lessons' own copies go: run there, a lesson's outputs and edits never touch the tracked
@@ -155,18 +187,28 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder.lab",
                                      description="JupyterLab on the course (student view by default).")
     parser.add_argument("--instructor", action="store_true", help="keep nbgrader's instructor panels")
-    parser.add_argument("--course", type=Path, default=REPO, metavar="DIR",
+    parser.add_argument("--course", type=Path, default=None, metavar="DIR",
                         help="the course folder to serve (default: this repository), e.g. a `grade --workdir`: "
                              "its nbgrader_config.py, gradebook and exchange")
+    chosen = os.environ.get(LANG_ENV, "").strip()
+    parser.add_argument("--lang", choices=sorted(EDITIONS), default=None if chosen in ("", "en") else chosen,
+                        help=f"the course's edition in this language (its folder, e.g. zh_CN/) with JupyterLab's "
+                             f"own interface in it (default: ${LANG_ENV}, else English)")
     args, lab_args = parser.parse_known_args(argv)  # anything else goes to jupyter lab
-    root = args.course.resolve()
+    if args.lang is not None and args.lang not in EDITIONS:
+        parser.error(f"{LANG_ENV}={args.lang}: the course's editions are {', '.join(sorted(EDITIONS))} (or English)")
+    root = (args.course or (REPO / args.lang if args.lang else REPO)).resolve()
     cmd = [str(Path(sys.executable).parent / "jupyter"), "lab", f"--ServerApp.root_dir={root}", *lab_args]
     if not args.instructor and not any(a.startswith(("--LabApp.default_url", "--ServerApp.default_url"))
                                        for a in lab_args):   # the lessons' own copy, not the tracked notebooks/
         cmd.append(f"--LabApp.default_url=/lab/tree/workspace/{LESSONS}/00_start_here.ipynb")
     if os.geteuid() == 0 and not any(a.startswith(("--allow-root", "--ServerApp.allow_root")) for a in lab_args):
         cmd.append("--allow-root")  # Jupyter refuses to start as root without it (containers, Binder-like hosts)
-    prepare_exchange(root)
+    # an edition's folder shares the course's exchange (its nbgrader_config.py loads the repository's)
+    prepare_exchange(REPO if args.lang and args.course is None else root)
+    ui = Path(tempfile.mkdtemp(prefix="course-interface-")) if args.lang else None
+    if ui is not None:
+        cmd += interface_language(ui, args.lang)
     if args.instructor:
         env = instructor_env(Path(tempfile.mkdtemp(prefix="course-instructor-view-")))
         print("JupyterLab, instructor view: formgrader's Autograde and Generate Feedback run the trusted "
@@ -181,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Your notebooks: {ws.relative_to(root)}/<assignment>/ and the lessons in {ws.relative_to(root)}/"
               f"{LESSONS}/ ({len(made)} new copies from release/ and notebooks/); work there: no course "
               "command overwrites them.", flush=True)
+    if args.lang:
+        env[LANG_ENV] = args.lang   # the kernels speak the edition's language (autograder.i18n)
     # Validate, formgrader and the Assignments list read nbgrader_config.py from the server's working folder
     os.chdir(root)
     os.execvpe(cmd[0], cmd, env)

@@ -8,71 +8,33 @@ English one and generated from it, never edited by hand:
 * ``zh_CN/release/<a>/<a>.ipynb``: nbgrader's ``generate_assignment`` on those, exactly as ``release/`` is
   made from ``source/``, with ``zh_CN/nbgrader_config.py`` (the course's configuration, stubs in Chinese).
 
-One setting picks the edition: ``COURSE_LANG=zh_CN`` (``make release|demo|lab|hub``), or ``--lang zh_CN``.
-A notebook says which edition it belongs to in its metadata (``course.language``, written by the build);
-grading reads it from the *released* notebook of the course folder (never from the student's copy) and
-runs the kernel in that language.
+One setting picks the edition: ``COURSE_LANG=zh_CN`` (``make release|demo|lab|hub``), or ``--lang zh_CN``
+(:mod:`instructor.layout`: ``edition_root``). A notebook says which edition it belongs to in its metadata
+(``course.language``, written by the build); grading reads it from the *released* notebook of the course
+folder, never from the student's copy, and runs the kernel in that language.
+
+    python -m instructor.edition build [--lang zh_CN]     # source/ and notebooks/ of the edition
+    python -m autograder release --lang zh_CN             # that, then nbgrader's release (make release)
 """
 from __future__ import annotations
 
-import copy
+import argparse
 import importlib.util
-import os
+import sys
 from pathlib import Path
 
-from .layout import REPO
-from .translate import LANGS
+from .layout import EDITIONS, LANG_ENV, REPO, edition_lang, edition_root, notebook_language
+from .translate import LANGS, BadTranslation, Untranslated
 
-#: the environment variable that picks the edition (``make``, ``autograder.lab``, the kernels)
-LANG_ENV = "COURSE_LANG"
-ENGLISH = "en"
+__all__ = ["EDITIONS", "LANG_ENV", "edition_lang", "edition_root", "notebook_language", "build_edition",
+           "release_edition", "main"]
 
-__all__ = ["LANG_ENV", "LANGS", "edition_root", "lang_from_env", "notebook_language", "kernel_env",
-           "release_edition", "transplant"]
-
-
-def _normal(lang: str | None) -> str | None:
-    """``None`` for the English edition, else the edition's code; refuses a language the course lacks."""
-    if lang is None or lang.strip() in ("", ENGLISH, "en_US", "C"):
-        return None
-    lang = lang.strip().replace("-", "_")
-    if lang not in LANGS:
-        raise SystemExit(f"error: the course has no edition in {lang!r}: {LANG_ENV} or --lang must be one of "
-                         f"{', '.join((ENGLISH,) + LANGS)}")
-    return lang
-
-
-def lang_from_env(environ=None) -> str | None:
-    """The edition ``COURSE_LANG`` asks for: None (English) or a code of :data:`LANGS`."""
-    return _normal((os.environ if environ is None else environ).get(LANG_ENV))
-
-
-def edition_root(lang: str | None, root: Path = REPO) -> Path:
-    """The course folder of the edition: the repository for English, ``<root>/<lang>`` otherwise."""
-    lang = _normal(lang)
-    return Path(root) if lang is None else Path(root) / lang
-
-
-def notebook_language(nb) -> str | None:
-    """The edition a notebook says it belongs to (``metadata.course.language``), when the course has it."""
-    meta = nb.get("metadata", {}) if isinstance(nb, dict) else {}
-    course = meta.get("course") if isinstance(meta, dict) else None
-    lang = course.get("language") if isinstance(course, dict) else None
-    return lang if isinstance(lang, str) and lang in LANGS else None
-
-
-def kernel_env(release_nb) -> dict[str, str]:
-    """What a kernel that runs a submission of this released notebook needs in its environment:
-    ``{"COURSE_LANG": "zh_CN"}`` for a notebook of the Chinese edition, nothing for an English one."""
-    lang = notebook_language(release_nb)
-    return {LANG_ENV: lang} if lang else {}
+assert set(LANGS) == set(EDITIONS), "instructor/translate.py's LANGS and instructor/layout.py's EDITIONS differ"
 
 
 def _course_links():
     spec = importlib.util.spec_from_file_location("course_links", REPO / "scripts" / "course_links.py")
     module = importlib.util.module_from_spec(spec)
-    import sys
-
     sys.modules.setdefault("course_links", module)   # its dataclass looks itself up there
     spec.loader.exec_module(module)
     return module
@@ -84,7 +46,7 @@ def build_edition(lang: str, root: Path = REPO) -> list[Path]:
     text has no reviewed translation: an edition is never released half in English."""
     from . import translate
 
-    written = translate.build(lang, root)
+    written = translate.build(edition_lang(lang), root)
     if (Path(root) / "pyproject.toml").is_file():
         _course_links().render_edition(Path(root), lang)
     return written
@@ -99,20 +61,20 @@ def release_edition(lang: str, names: list[str] | None = None, root: Path = REPO
     return course.release(names, root=edition_root(lang, root))
 
 
-def transplant(submitted, english_release, edition_release, lang: str):
-    """A notebook filled in on the English release, as the same student's work on the edition's release:
-    every cell the student left as released (same id, type and source as the English release's) takes
-    the edition's text; every other cell (answers, the student's own cells, deleted ones) stays exactly as
-    handed in, metadata and outputs included. The notebook says it is of the edition ``lang``."""
-    en = {c.get("id"): c for c in english_release.cells if c.get("id")}
-    ed = {c.get("id"): c for c in edition_release.cells if c.get("id")}
-    out = copy.deepcopy(submitted)
-    for cell in out.cells:
-        cid = cell.get("id")
-        if cid in en and cid in ed and cell.cell_type == en[cid].cell_type == ed[cid].cell_type \
-                and cell.source == en[cid].source:
-            cell.source = ed[cid].source
-    if not isinstance(out.metadata.get("course"), dict):
-        out.metadata["course"] = {}
-    out.metadata["course"]["language"] = lang
-    return out
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m instructor.edition", description=__doc__.split("\n\n")[0])
+    ap.add_argument("command", choices=["build"])
+    ap.add_argument("--lang", default=EDITIONS[0], choices=list(EDITIONS))
+    ap.add_argument("--root", type=Path, default=REPO, help="the repository (default: this one)")
+    args = ap.parse_args(argv)
+    try:
+        for p in build_edition(args.lang, args.root):
+            print("wrote", p.relative_to(args.root))
+    except (Untranslated, BadTranslation) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

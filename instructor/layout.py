@@ -17,6 +17,7 @@ NB_EXT = ".ipynb"
 RESTAMP_NOTE = "restamped.txt"
 
 __all__ = ["REPO", "NB_EXT", "assignments", "source_notebooks", "notebook_owner", "gradebook_layout", "load_config",
+           "EDITIONS", "LANG_ENV", "edition_lang", "edition_root", "notebook_language",
            "nbgrader_meta", "is_test_cell", "test_cell_ids"]
 
 
@@ -82,3 +83,37 @@ def is_test_cell(cell) -> bool:
 
 def test_cell_ids(nb) -> list[str]:
     return [nbgrader_meta(c)["grade_id"] for c in nb.cells if is_test_cell(c)]
+
+
+# --------------------------------------------------------------------------- the course's editions
+
+#: The course in other languages: a course folder each inside the repository (``zh_CN/``: source/,
+#: release/, notebooks/, its own nbgrader_config.py), generated from the English one (instructor/edition.py).
+EDITIONS = ("zh_CN",)
+#: The setting that picks the edition (make release|demo|lab|hub, the commands' --lang, the kernels).
+LANG_ENV = "COURSE_LANG"
+
+
+def edition_lang(lang: str | None) -> str | None:
+    """None for the English course, else the edition's code; a language the course lacks is an error."""
+    if lang is None or lang.strip() in ("", "en", "en_US", "C"):
+        return None
+    lang = lang.strip().replace("-", "_")
+    if lang not in EDITIONS:
+        raise SystemExit(f"error: the course has no edition in {lang!r}: {LANG_ENV} or --lang must be one of "
+                         f"en, {', '.join(EDITIONS)}")
+    return lang
+
+
+def edition_root(lang: str | None, root: Path = REPO) -> Path:
+    """The course folder of an edition: the repository for English, ``<root>/<lang>`` otherwise."""
+    lang = edition_lang(lang)
+    return Path(root) if lang is None else Path(root) / lang
+
+
+def notebook_language(nb) -> str | None:
+    """The edition a notebook says it belongs to (``metadata.course.language``), if the course has it."""
+    meta = nb.get("metadata") if isinstance(nb, dict) else None
+    course = meta.get("course") if isinstance(meta, dict) else None
+    lang = course.get("language") if isinstance(course, dict) else None
+    return lang if isinstance(lang, str) and lang in EDITIONS else None

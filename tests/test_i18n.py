@@ -20,7 +20,7 @@ import pytest
 
 from instructor import edition, translate
 from instructor.hidden import STUB_MESSAGE_ZH_CN, is_stub_message
-from instructor.layout import REPO, assignments, is_test_cell, nbgrader_meta
+from instructor.layout import REPO, assignments, edition_root, is_test_cell, nbgrader_meta, notebook_language
 
 LANG = "zh_CN"
 ZH = REPO / LANG
@@ -235,7 +235,7 @@ def edition_differences(english: Path, translated: Path) -> list[str]:
         if shape(en) != shape(zh):
             out.append(f"{where}: its cells (type, id, order) are not the English notebook's")
             continue
-        if edition.notebook_language(zh) != LANG:
+        if notebook_language(zh) != LANG:
             out.append(f"{where}: metadata.course.language is not {LANG}")
         for n, (ce, cz) in enumerate(zip(en.cells, zh.cells)):
             me, mz = nbgrader_meta(ce), nbgrader_meta(cz)
@@ -460,28 +460,30 @@ def test_the_release_carries_the_chinese_stub_and_the_language(fake):
         nb = nbformat.read(fake / LANG / "release" / a / f"{a}.ipynb", as_version=4)
         answers = [c for c in nb.cells if nbgrader_meta(c).get("solution") and c.cell_type == "code"]
         assert answers and all("# 在这里写你的代码" in c.source and STUB_MESSAGE_ZH_CN in c.source for c in answers), a
-        assert edition.notebook_language(nb) == LANG and edition.kernel_env(nb) == {"COURSE_LANG": LANG}
+        assert notebook_language(nb) == LANG
         assert "BEGIN SOLUTION" not in json.dumps(nb) and "BEGIN HIDDEN TESTS" not in json.dumps(nb)
 
 
 def test_a_student_cannot_pick_a_language_the_course_lacks():
-    assert edition.notebook_language({"metadata": {"course": {"language": "../../etc"}}}) is None
-    assert edition.notebook_language({"metadata": {"course": ["zh_CN"]}}) is None
-    assert edition.kernel_env({"metadata": {}}) == {}
+    assert notebook_language({"metadata": {"course": {"language": "zh_CN"}}}) == LANG
+    assert notebook_language({"metadata": {"course": {"language": "../../etc"}}}) is None
+    assert notebook_language({"metadata": {"course": ["zh_CN"]}}) is None
+    assert notebook_language({"metadata": []}) is None
     with pytest.raises(SystemExit, match="no edition in 'fr'"):
-        edition.edition_root("fr")
-    assert edition.edition_root("zh-CN") == ZH and edition.edition_root("") == REPO
+        edition_root("fr")
+    assert edition_root("zh-CN") == ZH and edition_root("") == REPO and edition_root("en") == REPO
 
 
 def test_a_sample_moves_to_the_chinese_release_with_its_answers_byte_for_byte(fake):
     from instructor.authoring.samples import build_notebook, load_samples
+    from instructor.classroom.cli import transplant
 
     sample = next(s for s in load_samples("00_orientation") if s.student == "ben")
     name, filled = build_notebook(sample)
     en_release = nbformat.read(REPO / "release" / "00_orientation" / name, as_version=4)
     zh_release = nbformat.read(fake / LANG / "release" / "00_orientation" / name, as_version=4)
-    moved = edition.transplant(filled, en_release, zh_release, LANG)
-    assert edition.notebook_language(moved) == LANG
+    moved = transplant(filled, en_release, zh_release, LANG)
+    assert notebook_language(moved) == LANG
     en_by_id = {c.id: c for c in en_release.cells}
     zh_by_id = {c.id: c for c in zh_release.cells}
     kept = changed = 0
@@ -493,3 +495,59 @@ def test_a_sample_moves_to_the_chinese_release_with_its_answers_byte_for_byte(fa
             assert after.source == zh_by_id[before.id].source and after.metadata == before.metadata
             changed += 1
     assert kept >= 1 and changed >= 1 and len(moved.cells) == len(filled.cells)
+
+
+# --------------------------------------------------------------------------- JupyterLab's own interface in Chinese
+
+def _lab_locale_default(extra_args: list[str], tmp_path: Path) -> tuple[str, dict]:
+    """Start JupyterLab with ``extra_args``: (the translation setting's locale, the zh_CN language pack's data)."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = tmp_path / "root"
+    root.mkdir(exist_ok=True)
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser", f"--port={port}",
+                             "--ServerApp.ip=127.0.0.1", "--ServerApp.token=t", "--allow-root",
+                             f"--ServerApp.root_dir={root}", *extra_args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}/lab/api"
+    try:
+        for _ in range(120):
+            try:
+                with urllib.request.urlopen(f"{base}/settings/{TRANSLATION_PLUGIN}?token=t", timeout=2) as r:
+                    setting = json.loads(r.read())
+                break
+            except OSError:
+                assert proc.poll() is None, "jupyter lab exited"
+                time.sleep(0.5)
+        else:
+            pytest.fail("jupyter lab did not answer in 60 s")
+        with urllib.request.urlopen(f"{base}/translations/zh_CN?token=t", timeout=10) as r:
+            pack = json.loads(r.read())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    return setting["schema"]["properties"]["locale"]["default"], pack
+
+
+TRANSLATION_PLUGIN = "@jupyterlab/translation-extension:plugin"
+
+
+def test_lab_in_the_chinese_edition_shows_jupyterlab_in_chinese(tmp_path):
+    from autograder.lab import interface_language
+
+    args = interface_language(tmp_path / "view", LANG)
+    overrides = json.loads((tmp_path / "view" / "lab" / "settings" / "overrides.json").read_text())
+    assert overrides[TRANSLATION_PLUGIN]["locale"] == "zh_CN"
+    locale, pack = _lab_locale_default(args, tmp_path)
+    assert locale == "zh_CN", "JupyterLab's locale setting is not the Chinese one"
+    strings = json.dumps(pack.get("data", {}).get("jupyterlab", {}), ensure_ascii=False)
+    assert HAN.search(strings), "JupyterLab's Chinese language pack (jupyterlab-language-pack-zh-CN) is not installed"
+    # control: without the setting, JupyterLab keeps its default (English) interface
+    assert _lab_locale_default([], tmp_path)[0] != "zh_CN"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..batch import course
 from ..batch.course import REPO, Problem
+from ..layout import EDITIONS, LANG_ENV, edition_lang, edition_root, notebook_language
 from . import export
 
 GRADE_HELP = """\
@@ -85,7 +86,14 @@ def _failed_line(r: course.Result) -> str:
 
 def cmd_release(args) -> int:
     t0 = time.perf_counter()
-    written = course.release(args.assignments or None)
+    if args.lang:   # an edition (zh_CN/): built from the catalogues first (the tool on top), never half in English
+        import subprocess
+
+        built = subprocess.run([sys.executable, "-m", "instructor.edition", "build", "--lang", args.lang], cwd=REPO)
+        if built.returncode:
+            print(f"error: the {args.lang} edition was not built (above), so it is not released", file=sys.stderr)
+            return 1
+    written = course.release(args.assignments or None, root=edition_root(args.lang))
     for p in written:
         print(f"released {p.relative_to(REPO)}")
     print(f"{len(written)} notebook(s) in {time.perf_counter() - t0:.1f} s")
@@ -95,7 +103,7 @@ def cmd_release(args) -> int:
 def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: bool = True, jobs: int = 1,
                       force: bool = False, scheduler: str | None = None, exports: list[str] = (),
                       keep: list | None = None, roster: list | None = None, late: dict | None = None,
-                      src: Path | None = None) -> int:
+                      src: Path | None = None, root: Path = REPO) -> int:
     """Grade, write grades.csv (and the exports), print the report; the exit status. ``keep``: a list
     that receives the results. ``late``: (student, assignment) -> the LMS that marked the hand-in late
     (a flag on its row); ``roster``: every student on it gets a row for every assignment of this run,
@@ -105,7 +113,7 @@ def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: boo
         print("error: nothing to grade", file=sys.stderr)
         return 1
     t0 = time.perf_counter()
-    results = course.grade(subs, workdir, progress=progress, jobs=jobs, force=force, scheduler=scheduler)
+    results = course.grade(subs, workdir, progress=progress, jobs=jobs, force=force, scheduler=scheduler, root=root)
     if keep is not None:
         keep.extend(results)
     for r in results:
@@ -216,7 +224,8 @@ def _import_handins(src: Path, lms: str, roster: list | None, outdir: Path):
 
 def cmd_grade(args) -> int:
     src = Path(args.submissions)
-    workdir = Path(args.workdir)
+    root = edition_root(args.lang)
+    workdir = Path(args.workdir) if args.workdir else root
     roster = None
     if args.roster:
         from .handins import HandinError, read_roster
@@ -236,11 +245,11 @@ def cmd_grade(args) -> int:
             return 1
         late = _late(imported)
         src = folder
-    subs, problems = course.collect_submissions(src)
+    subs, problems = course.collect_submissions(src, root)
     problems = extra + problems
     return _grade_and_report(subs, problems, workdir, Path(args.out or workdir), not args.no_progress,
                              jobs=args.jobs or (os.cpu_count() or 1), force=args.force, scheduler=args.scheduler,
-                             exports=args.export or [], roster=roster, late=late, src=given)
+                             exports=args.export or [], roster=roster, late=late, src=given, root=root)
 
 
 def cmd_report(args) -> int:
@@ -284,6 +293,8 @@ def cmd_selfgrade(args) -> int:
               file=sys.stderr)
         return 2
 
+    # the edition it was handed out in: --lang, else what the notebook says (only a language the course has)
+    root = edition_root(args.lang or notebook_language(nb))
     found = course.recognise(nb, path.name)   # (assignment, the course's notebook name, how), or None
     if args.assignment:
         assignment, how = args.assignment, "because --assignment says so"
@@ -324,7 +335,7 @@ def cmd_selfgrade(args) -> int:
         shutil.copy2(path, target / name)
         ticker.start()
         try:
-            [res] = course.grade([course.Submission("you", assignment, [target / name])], work,
+            [res] = course.grade([course.Submission("you", assignment, [target / name])], work, root=root,
                                  feedback=False, progress=False)
         finally:
             done.set()
@@ -385,8 +396,41 @@ DEMO = [
 ]
 
 
+def transplant(submitted, english_release, edition_release, lang: str):
+    """A notebook filled in on the English release, as the same student's work on the edition's release:
+    every cell the student left as released (same id, type and source as the English release's) takes
+    the edition's text; every other cell (answers, the student's own cells, deleted ones) stays exactly as
+    handed in, metadata and outputs included. The notebook says it is of the edition ``lang``."""
+    import copy
+
+    en = {c.get("id"): c for c in english_release.cells if c.get("id")}
+    ed = {c.get("id"): c for c in edition_release.cells if c.get("id")}
+    out = copy.deepcopy(submitted)
+    for cell in out.cells:
+        cid = cell.get("id")
+        if cid in en and cid in ed and cell.cell_type == en[cid].cell_type == ed[cid].cell_type \
+                and cell.source == en[cid].source:
+            cell.source = ed[cid].source
+    if not isinstance(out.metadata.get("course"), dict):
+        out.metadata["course"] = {}
+    out.metadata["course"]["language"] = lang
+    return out
+
+
+def _to_edition(incoming: Path, lang: str) -> None:
+    """Each sample notebook under ``incoming`` as the same student's work in the edition ``lang``: its
+    answers (and anything else the sample did) moved by cell onto the edition's release notebook."""
+    import nbformat
+
+    for path in sorted(incoming.glob("*/*/*" + course.NB_EXT)):
+        assignment = path.parent.name
+        english = nbformat.read(REPO / "release" / assignment / path.name, as_version=4)
+        translated = nbformat.read(edition_root(lang) / "release" / assignment / path.name, as_version=4)
+        nbformat.write(transplant(nbformat.read(path, as_version=4), english, translated, lang), path)
+
+
 def _demo_submissions(incoming: Path, full: bool, students: list[str] | None) -> list:
-    """Write the demo's samples under ``incoming``; return them (:class:`.samples.Sample`, with their
+    """Write the demo's samples under ``incoming``; return them (:class:`instructor.authoring.samples.Sample`, with their
     ``# expect:`` lines)."""
     import nbformat
 
@@ -433,7 +477,8 @@ def demo_mismatches(chosen: list, results: list[course.Result]) -> list[str]:
 def cmd_demo(args) -> int:
     """Release, autograde a handful of sample submissions (``--full``: all of them), print the grade table."""
     t0 = time.perf_counter()
-    workdir = Path(args.workdir).resolve()
+    root = edition_root(args.lang)
+    workdir = Path(args.workdir or REPO / "grading" / ("demo-" + args.lang if args.lang else "demo")).resolve()
     marker = workdir / ".course-demo"
     if workdir.exists() and any(workdir.iterdir()):
         if not marker.exists():
@@ -443,19 +488,22 @@ def cmd_demo(args) -> int:
         shutil.rmtree(workdir)  # only ever a previous demo's own folder
     workdir.mkdir(parents=True, exist_ok=True)
     marker.write_text("made by python -m autograder demo; deleted and rebuilt by the next demo\n")
-    incoming, course_dir = workdir / "incoming", Path(args.course).resolve()
+    incoming, course_dir = workdir / "incoming", Path(args.course or root).resolve()
     print(f"== 1/3 submissions: {'every sample' if args.full else 'a handful of samples'} -> {incoming}")
     chosen = _demo_submissions(incoming, args.full, args.students)
+    if args.lang:
+        _to_edition(incoming, args.lang)
+        print(f"  each moved onto the {args.lang} edition's release notebook (its answers byte for byte)")
     print(f"{len(chosen)} notebook(s); `demo --full` grades all "
           f"{sum(1 for _ in (REPO / 'tests' / 'samples').glob('*/*.py'))} samples")
-    subs, problems = course.collect_submissions(incoming)
+    subs, problems = course.collect_submissions(incoming, root)
     names = sorted({s.assignment for s in subs})
     print(f"== 2/3 release: nbgrader generate_assignment {' '.join(names)} in the course folder {course_dir}"
           + (" (answers found in release/ are kept in workspace/ first)" if course_dir == REPO.resolve() else ""))
     print("== 3/3 autograding: sandbox, confirmation outside the kernel, lower verdict, feedback")
     graded: list[course.Result] = []
     _grade_and_report(subs, problems, course_dir, workdir, jobs=args.jobs or (os.cpu_count() or 1), force=True,
-                      keep=graded)
+                      keep=graded, root=root)
     # The demo's verdict: every sample is graded as its `# expect:` line says (a flagged cheat included:
     # its expected score is what the trusted pipeline gives it), or the demo fails and says which.
     wrong = demo_mismatches(chosen, graded)
@@ -467,10 +515,20 @@ def cmd_demo(args) -> int:
               "`# expect:` line says (listed above); the grades, flags and reasons are in "
               f"{workdir / 'grades.csv'}", file=sys.stderr)
         return 1
-    where = "make lab-instructor" if course_dir == REPO.resolve() else f"formgrader with its course folder at {course_dir}"
+    lab = "make lab-instructor" + (f" with COURSE_LANG={args.lang}" if args.lang else "")
+    where = lab if course_dir == root.resolve() else f"formgrader with its course folder at {course_dir}"
     print(f"demo finished in {took:.0f} s: all {len(chosen)} sample(s) were graded as their `# expect:` lines say; "
           f"the grades are in formgrader ({where}), the feedback under {course_dir / 'feedback'}")
     return 0
+
+
+def _lang_option(p: argparse.ArgumentParser, what: str) -> None:
+    """``--lang``: the course's edition (default: ``COURSE_LANG``, else English)."""
+    import os
+
+    p.add_argument("--lang", default=edition_lang(os.environ.get(LANG_ENV)), choices=list(EDITIONS),
+                   help=f"{what} in the course's edition in this language, the course folder {'/'.join(EDITIONS)}/ "
+                        f"(default: ${LANG_ENV}, else the English course)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -480,14 +538,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("release", help="regenerate release/ from source/ (deterministic)")
     p.add_argument("assignments", nargs="*", help="assignment names (default: all)")
+    _lang_option(p, "build (python -m instructor.translate build) and release")
     p.set_defaults(func=cmd_release)
 
     p = sub.add_parser("grade", help="autograde a folder of submissions",
                        description=GRADE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("submissions", metavar="SUBMISSIONS_DIR")
-    p.add_argument("--workdir", default=str(REPO),
-                   help="course folder where nbgrader works (default: the repository)")
+    p.add_argument("--workdir", default=None,
+                   help="course folder where nbgrader works (default: the repository; with --lang, its folder)")
     p.add_argument("--out", help="folder for grades.csv and grades_by_question.csv (default: --workdir)")
+    _lang_option(p, "grade")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--jobs", "-j", type=int, default=None,
                    help="grade this many submissions at once (default: the number of cores; 1: one at a time)")
@@ -521,6 +581,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("selfgrade", help="grade one filled-in notebook against the hidden tests")
     p.add_argument("notebook", metavar="NOTEBOOK")
     p.add_argument("--assignment", help="assignment name, when the file was renamed")
+    p.add_argument("--lang", default=None, help="the edition it belongs to (default: what the notebook says, "
+                                                 "e.g. zh_CN for the Chinese edition's notebooks)")
     p.set_defaults(func=cmd_selfgrade)
 
     p = sub.add_parser("bench", help="time grading a synthetic class: nbgrader alone, --jobs 1, --jobs N",
@@ -528,12 +590,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=None)
 
     p = sub.add_parser("demo", help="release + autograde the bundled sample submissions")
-    p.add_argument("--workdir", default=str(REPO / "grading" / "demo"),
-                   help="the demo's own folder: its sample submissions and grades.csv (default: grading/demo/)")
+    p.add_argument("--workdir", default=None,
+                   help="the demo's own folder: its sample submissions and grades.csv (default: grading/demo/; "
+                        "with --lang zh_CN, grading/demo-zh_CN/)")
+    _lang_option(p, "grade the samples")
     p.add_argument("--students", nargs="*", help="only these sample students")
     p.add_argument("--full", action="store_true", help="grade every sample submission (minutes)")
-    p.add_argument("--course", default=str(REPO),
-                   help="the course folder nbgrader grades in (default: the repository, which formgrader shows)")
+    p.add_argument("--course", default=None,
+                   help="the course folder nbgrader grades in (default: the repository, which formgrader shows; "
+                        "with --lang, the edition's folder)")
     p.add_argument("--jobs", "-j", type=int, default=None, help="submissions at once (default: the number of cores)")
     p.set_defaults(func=cmd_demo)
     return parser
