@@ -286,3 +286,58 @@ def test_the_hidden_checks_do_not_depend_on_the_grader():
     leaks = sorted(f"{m} -> {t}" for m in hidden for t in graph[m]
                    if _unit(t) != "instructor.hidden" and t != "instructor.layout")
     assert not leaks, leaks
+
+
+# --------------------------------------------------------------------------- the sandbox's face
+
+def _face_misuses(source: str, where: str, current: str, package: str, face, submodules) -> list[str]:
+    """Names of ``package`` that the code ``source`` (module ``current``, or a file outside ``instructor``
+    when ``current`` is "") takes from the package itself that are neither in its face (``__all__``) nor
+    one of its modules."""
+    tree = ast.parse(source, where)
+    allowed = set(face) | set(submodules)
+    bad, aliases = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            target = _resolve(current, node.level, node.module) if node.level else (node.module or "")
+            for a in node.names:
+                if target == package and a.name not in allowed:
+                    bad.append(f"{where}:{node.lineno} imports {package}.{a.name}")
+                elif target == package.rsplit(".", 1)[0] and a.name == package.rsplit(".", 1)[1]:
+                    aliases.add(a.asname or a.name)
+        elif isinstance(node, ast.Import):
+            aliases |= {a.asname for a in node.names if a.name == package and a.asname}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
+                and node.attr not in allowed:
+            bad.append(f"{where}:{node.lineno} uses {package}.{node.attr}")
+    return bad
+
+
+def _sandbox_face():
+    import instructor.sandbox
+
+    subs = {m.rsplit(".", 1)[1] for m in MODULES if m.startswith("instructor.sandbox.")}
+    return list(instructor.sandbox.__all__) + ["_STATUS"], subs   # _STATUS: the bench resets the probe
+
+
+def test_the_sandbox_is_used_through_its_face_or_its_modules():
+    face, subs = _sandbox_face()
+    assert len(face) <= 16, f"the sandbox's face has grown to {len(face)} names: {face}"
+    bad = []
+    for m, path in MODULES.items():
+        if _unit(m) != "instructor.sandbox":
+            bad += _face_misuses(path.read_text(), str(path.relative_to(REPO)), m, "instructor.sandbox", face, subs)
+    for path in sorted([*(REPO / "tests").glob("*.py"), *(REPO / "scripts").glob("*.py")]):
+        bad += _face_misuses(path.read_text(), str(path.relative_to(REPO)), "", "instructor.sandbox", face, subs)
+    assert not bad, "names taken from the sandbox's face that it does not show: " + "; ".join(bad)
+
+
+def test_the_face_rule_fails_on_a_name_the_face_does_not_show():
+    source = ("from instructor import sandbox\nfrom instructor.sandbox import Limits, give_to, isolation\n"
+              "sandbox.run([]); sandbox.sandbox_uid()\n")
+    assert _face_misuses(source, "fake.py", "", "instructor.sandbox", ["Limits", "run"], {"isolation"}) == [
+        "fake.py:2 imports instructor.sandbox.give_to", "fake.py:3 uses instructor.sandbox.sandbox_uid"]
+    relative = "from .. import sandbox\nfrom ..sandbox import open_log\nsandbox.Limits()\n"
+    assert _face_misuses(relative, "e.py", "instructor.engine.pipeline", "instructor.sandbox", ["Limits"], set()) == [
+        "e.py:2 imports instructor.sandbox.open_log"]

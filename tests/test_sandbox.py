@@ -57,7 +57,7 @@ except ImportError:
     OUT["instructor"] = False
 """)
     assert res.returncode == 0 and res.sandboxed, res
-    assert out["uid"] == (sandbox.sandbox_uid() if sandbox.drops_privileges() else 65534)
+    assert out["uid"] == (isolation.sandbox_uid() if sandbox.drops_privileges() else 65534)
     assert out["repo"] == [".venv", "autograder"] or set(out["repo"]) <= {".venv", "autograder"}, out["repo"]
     assert not out[str(REPO / "instructor")] and not out[str(REPO / "source")] and not out[str(REPO / "tests")]
     assert out["instructor"] is False and out["package_writable"] is False and out["net"] is False
@@ -158,7 +158,7 @@ def test_the_sandbox_is_never_root_outside(tmp_path):
     for p in SECRETS:
         assert not out[p].startswith("read"), f"{p} was readable in the sandbox: {out}"
     if sandbox.drops_privileges():
-        assert host_uid == sandbox.sandbox_uid() and host_uid >= sandbox.Limits().host_uid
+        assert host_uid == isolation.sandbox_uid() and host_uid >= sandbox.Limits().host_uid
 
 
 @pytest.mark.skipif(__import__("os").geteuid() != 0, reason="the attack needs a grader running as root")
@@ -376,7 +376,7 @@ os._exit(137)                                        # killed: no clean-up ran
 def test_what_a_killed_grader_left_is_swept_and_a_live_graders_is_kept(tmp_path):
     import os
 
-    out = subprocess.run([sys.executable, "-c", _KILLED_GRADER, str(tmp_path)], cwd=sandbox.REPO, capture_output=True,
+    out = subprocess.run([sys.executable, "-c", _KILLED_GRADER, str(tmp_path)], cwd=REPO, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 137 and out.stdout.strip(), out.stderr[-2000:]
     left, *groups = out.stdout.split()

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from instructor import sandbox
-from instructor.sandbox import zygote
+from instructor.sandbox import isolation, workspace, zygote
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not zygote.enabled(sandbox.Limits()),
@@ -64,7 +64,7 @@ def test_every_run_is_a_fork_of_one_server_with_torch_imported_and_no_privilege(
         # what the course's notebooks import first, and the meta-tensor machinery (sympy), come with the fork
         assert run["also_preloaded"] == ["matplotlib.pyplot", "autograder.inplace", "sympy"], run
         assert run["backend"].lower() == "agg", "the sandbox's plots must use Agg, as a run importing it would"
-        assert run["uid"] == sandbox.sandbox_uid(server.limits) != sandbox.server_uid(server.limits)
+        assert run["uid"] == isolation.sandbox_uid(server.limits) != isolation.server_uid(server.limits)
         assert run["cap"] == 0, "a run kept a capability of the server"
         assert run["ppid"] == server.info["pid"]
 
@@ -226,10 +226,10 @@ def test_one_attacker_fills_every_channel_and_the_next_submission_finds_each_emp
     assert seen == NOTHING
     assert server.left == [], server.left
     # and nothing of it is left on the host after the batch: the runs' uid has no key of the attacker
-    uid = sandbox.sandbox_uid(server.limits)
-    check = subprocess.run(sandbox.drop_to(uid, [sys.executable, "-I", "-c",
+    uid = isolation.sandbox_uid(server.limits)
+    check = subprocess.run(isolation.drop_to(uid, [sys.executable, "-I", "-c",
                                                   "print(open('/proc/keys').read())"]),
-                           capture_output=True, text=True, preexec_fn=sandbox.new_session_keyring)
+                           capture_output=True, text=True, preexec_fn=workspace.new_session_keyring)
     assert "course-leak" not in check.stdout
 
 
@@ -249,7 +249,7 @@ def test_without_the_reset_every_channel_reaches_the_next_submission(server, mon
     assert seen["abstract_socket"] and seen["processes"]
     server.stop()
     monkeypatch.undo()
-    sandbox.clear_keyrings(sandbox.sandbox_uid(server.limits))
+    workspace.clear_keyrings(isolation.sandbox_uid(server.limits))
 
 
 def test_a_run_without_the_pre_started_sandbox_leaves_no_key_either(tmp_path):
@@ -280,7 +280,7 @@ def test_without_the_keyring_clear_one_sandbox_per_run_leaks_keys(tmp_path):
                 results[name] = json.loads((scratch / "out.json").read_text())
         assert {"course-leak-user", "course-leak-persistent"} <= set(results["next"]["keys"])
     finally:
-        sandbox.clear_keyrings(sandbox.sandbox_uid(limits))
+        workspace.clear_keyrings(isolation.sandbox_uid(limits))
 
 
 def test_the_keyring_sweep_works_where_python_refuses_a_preexec_fn(monkeypatch):
@@ -301,7 +301,7 @@ def test_the_keyring_sweep_works_where_python_refuses_a_preexec_fn(monkeypatch):
             real(self, *args, **kw)
 
         monkeypatch.setattr(subprocess.Popen, "__init__", as_at_shutdown)
-        assert sandbox.clear_keyrings(sandbox.sandbox_uid(limits)) is True
+        assert workspace.clear_keyrings(isolation.sandbox_uid(limits)) is True
         monkeypatch.undo()
         with sandbox.Workspace(limits, clear_keys=False) as space:
             (space / "run.py").write_text(DETECT_EVERY_CHANNEL)
@@ -310,7 +310,7 @@ def test_the_keyring_sweep_works_where_python_refuses_a_preexec_fn(monkeypatch):
         assert not [k for k in seen["keys"] if k.startswith("course-leak")], seen["keys"]
     finally:
         monkeypatch.undo()
-        sandbox.clear_keyrings(sandbox.sandbox_uid(limits))
+        workspace.clear_keyrings(isolation.sandbox_uid(limits))
 
 
 # --------------------------------------------------------------------------- root never follows a run's link
@@ -387,14 +387,14 @@ def test_a_restart_never_hands_a_host_folder_to_the_sandbox(server, host_secret,
         for _ in range(50):
             server.clean()
             for path in (scratch, rundir):
-                sandbox.give_to(path, server.uid)
+                workspace.give_to(path, server.uid)
         # and the walk alone, by file descriptor, with the daemon alive: never follows the link either
         monkeypatch.setattr(server, "clean", lambda: None)
         again = folder / "again"
         again.mkdir()
         scratch2 = _start_swapper(server, again, host_secret)
         for _ in range(200):
-            sandbox.give_to(scratch2, server.uid)
+            workspace.give_to(scratch2, server.uid)
     assert _owners(host_secret) == {0}
 
 
@@ -423,7 +423,7 @@ def test_root_appends_to_a_log_of_a_run_folder_without_following_what_a_run_left
     os.mkfifo(folder / "fifo.log")
     os.link(host, folder / "hard.log")
     for name in ("kernel.log", "fifo.log", "hard.log"):
-        fd = sandbox.open_log(folder / name)
+        fd = workspace.open_log(folder / name)
         os.write(fd, b"kernel banner\n")
         os.close(fd)
         assert (folder / name).is_file() and not (folder / name).is_symlink()

@@ -6,7 +6,7 @@ On a machine with CUDA, ``python -m instructor.authoring.gpu_check`` runs
   :func:`instructor.hidden.mutation.notebook_namespace` runs them), probed and judged in this process —
   on the cases of every hidden check whose device is ``cuda``, one row per (check, device, dtype);
 * every **sample submission** (``tests/samples/``) through the confirmation run of grading itself
-  (:func:`.confirm.run_probes`: the probe driver in the sandbox, which binds ``/dev/nvidia*``), on the
+  (:func:`instructor.engine.confirm.run_probes`: the probe driver in the sandbox, which binds ``/dev/nvidia*``), on the
   same cases only; each question's verdict is compared with the sample's ``# expect:`` line;
 
 prints a table and exits 1 on any surprise: a reference that fails a CUDA case (or whose check cannot

@@ -122,7 +122,7 @@ def ask(path: str | Path, request: dict, *, timeout: float | None = None) -> dic
 
 
 def grade_request(path, student: str, assignment: str, notebooks: dict[str, bytes], root: Path = REPO):
-    """Grade one submission at the service; a :class:`.pipeline.Result` to record (``executed`` set)."""
+    """Grade one submission at the service; a :class:`instructor.engine.pipeline.Result` to record (``executed`` set)."""
     reply = ask(path, {"op": "grade", "student": student, "assignment": assignment,
                        "source_digest": source_digest(root, assignment),
                        "notebooks": {Path(n).name: base64.b64encode(b).decode() for n, b in notebooks.items()}})

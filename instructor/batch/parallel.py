@@ -1,18 +1,18 @@
 """Grading on every core: each worker grades a whole submission, the grading process keeps the batch.
 
 A worker that sees the course folder (``--jobs`` on this machine; a Dask worker on it or on a shared
-disk) grades the submission in place, exactly as ``--jobs 1`` does (:func:`.pipeline.grade_one`): the
+disk) grades the submission in place, exactly as ``--jobs 1`` does (:func:`instructor.engine.pipeline.grade_one`): the
 confirmation, nbgrader's autograde with its kernel in the sandbox, the lower verdict, the feedback —
 written to the course's own gradebook, which the workers share (SQLite serializes their short write
-transactions; a writer waits for the other, :func:`.pipeline.prepare_environment`). How a worker knows
+transactions; a writer waits for the other, :func:`instructor.engine.pipeline.prepare_environment`). How a worker knows
 it sees the folder: the grading process writes a random token there for the batch (:func:`batch_token`)
 and the worker reads it back (:func:`sees_course`).
 
 A worker that does not see it (a Dask worker on another machine) gets the submission as bytes, grades
 it in a private course folder of its own and sends back plain data — the judge's verdicts, the flags,
-the executed notebooks; the grading process then records it (:func:`.pipeline.record`: nbgrader's
+the executed notebooks; the grading process then records it (:func:`instructor.engine.pipeline.record`: nbgrader's
 autograde on the worker's autograded notebook with only the gradebook-writing steps left,
-:func:`.pipeline.replay_config`), so formgrader, ``generate_feedback`` and ``nbgrader export`` see what
+:func:`instructor.engine.pipeline.replay_config`), so formgrader, ``generate_feedback`` and ``nbgrader export`` see what
 a one-at-a-time run writes either way (tests/test_parallel.py compares them).
 
 A worker that dies (the machine's OOM killer, a crash) takes only its submission with it: that
@@ -168,7 +168,7 @@ def _worker_init(limits: dict | None = None, environ: dict | None = None, grader
         os.environ.clear()
         os.environ.update(environ)
     _die_with(grader or os.getppid())
-    # After the last finalizer (its pre-started sandbox stopped, :mod:`.zygote`): no interpreter
+    # After the last finalizer (its pre-started sandbox stopped, :mod:`instructor.sandbox.zygote`): no interpreter
     # teardown. Tearing down torch, nbgrader and the rest took 0.9-1.0 s of CPU per worker, at the
     # end of every batch, while the grading process waited for its workers to end.
     multiprocessing.util.Finalize(None, _end_now, exitpriority=-100)
@@ -290,7 +290,7 @@ def worker_context():
 
 def start_workers(workers: int, limits=None) -> ProcessPoolExecutor:
     """``workers`` grading processes, started now (:func:`worker_context`): each starts its pre-started
-    sandbox (:mod:`.zygote`) before its first submission — while the grading process is still preparing
+    sandbox (:mod:`instructor.sandbox.zygote`) before its first submission — while the grading process is still preparing
     the batch, when :func:`.course.grade` starts them first."""
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=worker_context(), initializer=_worker_init,
                                initargs=(None if limits is None else dict(limits.__dict__), dict(os.environ),
@@ -307,7 +307,7 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
     of ``subs``. ``shared_disk=False``: every worker grades in a private folder, as one on another
     machine would, and this process records. ``pool``: workers already started (:func:`start_workers`),
     used for the first round and shut down here. ``remote``: grades one submission elsewhere
-    (``remote(student, assignment, {name: bytes}) -> Result``, :func:`.service.submitter`: the root-owned
+    (``remote(student, assignment, {name: bytes}) -> Result``, :func:`instructor.service.submitter`: the root-owned
     grading service), ``jobs`` at once; this process records."""
     from nbgrader.apps import NbGraderAPI
     from tqdm.auto import tqdm

@@ -25,7 +25,7 @@ student's notebook inside the authenticated Jupyter server) is served by
 :func:`secure_submission_page`: the notebook part through Ammonia (``nh3``), formgrader's own template
 around it with a per-request nonce on its scripts, and a ``Content-Security-Policy`` header that runs
 those scripts only, so a sanitizer miss still runs nothing in the instructor's origin. Every piece of
-the student's markup is isolated before the template puts it in the page (the exporter of :mod:`.feedback`):
+the student's markup is isolated before the template puts it in the page (the exporter of :mod:`instructor.engine.feedback`):
 no student id, name or class, so formgrader's own JavaScript, which finds a test cell's grading buttons by
 ``$("#" + grade_id).parents(".nbgrader_cell")``, finds only its own (an iframe would hide those buttons
 from it: they live inside each cell's markup). Files of a
@@ -387,7 +387,7 @@ def secure_submission_page(render, resources: dict, static_prefix: str, *, sanit
                            nonce: str | None = None, own_script: str | None = None) -> tuple[str, str]:
     """formgrader's submission page, (HTML, Content-Security-Policy header), in two layers:
 
-    * the notebook part of the page, every cell together, through :func:`.sanitize.clean_fragment`
+    * the notebook part of the page, every cell together, through :func:`instructor.engine.sanitize.clean_fragment`
       (Ammonia; formgrader's grading widgets allowed, no script, no event handler);
     * formgrader's own template around it, its scripts given a per-request nonce, and a policy that
       runs only those: a script the sanitizer let through still does not run in the instructor's
@@ -431,7 +431,7 @@ def secure_submission_page(render, resources: dict, static_prefix: str, *, sanit
 @functools.lru_cache(maxsize=8)
 def _template_exporter(exporter):
     """formgrader's exporter (its configuration: template, the course's preprocessors), rendering
-    the template's text as it is (:func:`.feedback.template_exporter_class`)."""
+    the template's text as it is (:func:`instructor.engine.feedback.template_exporter_class`)."""
     from ..engine.feedback import template_exporter_class
 
     return template_exporter_class()(config=exporter.config)

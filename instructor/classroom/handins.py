@@ -57,9 +57,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Iterator
 
-from ..layout import NB_EXT, REPO, assignments, notebook_owner, source_notebooks
-from ..batch.course import recognise  # noqa: F401 - which assignment a hand-in is: the course's rule
-from ..engine.pipeline import read_notebook
+from ..layout import NB_EXT, REPO, notebook_owner
+from ..batch.course import recognise  # which assignment a hand-in is: the course's one rule
 
 MAX_NOTEBOOK_BYTES = 50 * 2 ** 20   # a course notebook with its outputs is well under 5 MB
 MAX_HANDIN_BYTES = 64 * 2 ** 20     # everything one hand-in zip unpacks to

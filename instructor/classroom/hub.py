@@ -135,7 +135,7 @@ class Hub:
 
     @property
     def grading_socket(self) -> Path:
-        """The root-owned grading service's socket (:mod:`.service`), in a folder root's, group the graders."""
+        """The root-owned grading service's socket (:mod:`instructor.service`), in a folder root's, group the graders."""
         return self.root / "grading-service" / "grading.sock"
 
     def save(self) -> None:

@@ -1,7 +1,7 @@
 """The course's late-submission policy: a share of a notebook's points off per started day late.
 
-nbgrader's autograde (the course's trusted pipeline included: :func:`.pipeline.sandboxed_config` and
-:func:`.pipeline.replay_config` keep nbgrader's ``AssignLatePenalties`` step) compares the submission's
+nbgrader's autograde (the course's trusted pipeline included: :func:`instructor.engine.pipeline.sandboxed_config` and
+:func:`instructor.engine.pipeline.replay_config` keep nbgrader's ``AssignLatePenalties`` step) compares the submission's
 ``timestamp.txt`` (written by ``nbgrader submit``, kept by the course's collect, which re-stamps it with the
 folder's latest change time when it was backdated: :class:`.exchange.CourseExchangeCollect`) with the assignment's
 due date in the gradebook (``python -m instructor.classroom.hub due ASSIGNMENT WHEN``, or formgrader's

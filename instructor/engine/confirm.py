@@ -7,7 +7,7 @@ For one submitted notebook:
    course's slow demonstration cells are left out when nothing reads what they bind
    (:mod:`.demonstrations`).
 2. :func:`run_probes` — runs :mod:`.probe_driver` on those cells and on each check's probe, in the
-   sandbox (:mod:`.sandbox`), and reads back plain data (``torch.load(weights_only=True)``). When the
+   sandbox (:mod:`instructor.sandbox`), and reads back plain data (``torch.load(weights_only=True)``). When the
    notebook ends the process (``os._exit``, a crash, the memory limit), the cell or check that was
    running is recorded and the run is repeated without it: the submission is graded as far as it ran.
 3. :func:`confirm` — judges the results in this process and returns one :class:`Verdict` per

@@ -48,7 +48,7 @@ def exporter_class():
 def template_exporter_class():
     """The same exporter without :func:`.sanitize.clean_page`: the template's text exactly, a string
     put together from the cells and nothing parsed back (formgrader's secured page splits it into
-    the template's part and the notebook's, :func:`.formgrader.secure_submission_page`)."""
+    the template's part and the notebook's, :func:`instructor.classroom.formgrader.secure_submission_page`)."""
     return _classes()[0]
 
 

@@ -1,12 +1,12 @@
 """One submission through the trusted pipeline: nbgrader's own steps, with the sandbox and the confirmation.
 
 The stages, in the order a submission meets them (each a public function the batch loops call —
-:func:`.course.grade` one at a time, :mod:`.parallel` on workers and Dask):
+:func:`instructor.batch.course.grade` one at a time, :mod:`instructor.batch.parallel` on workers and Dask):
 
 1. :func:`stage` — the submitted files copied where nbgrader looks (nothing overwritten: kept aside);
 2. :func:`grade_one` — *canonicalize* (:mod:`.canonical`, an nbgrader preprocessor), *confirm* every
    test cell outside the student's kernel (:mod:`.confirm`: probes in the sandbox, judged here),
-   *execute* with nbgrader's autograde, its kernel in the sandbox (:mod:`.sandbox`), the outputs made
+   *execute* with nbgrader's autograde, its kernel in the sandbox (:mod:`instructor.sandbox`), the outputs made
    inert (:mod:`.sanitize`);
 3. :func:`keep_lower` — *judge*: per test cell, the gradebook keeps the lower of the two verdicts;
 4. :func:`record` — the same bookkeeping for a notebook a worker executed (one process writes the gradebook);
@@ -45,7 +45,7 @@ __all__ = ["Submission", "QuestionScore", "Result", "sandboxed_config", "replay_
 
 def sandboxed_config(root: Path):
     """The course's nbgrader configuration with the grading-only parts: submissions rebuilt on the
-    released notebook first (:mod:`.canonical`), and the kernel run in the sandbox (:mod:`.sandbox`)."""
+    released notebook first (:mod:`.canonical`), and the kernel run in the sandbox (:mod:`instructor.sandbox`)."""
     from nbconvert.preprocessors import ClearMetadataPreprocessor
     from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds, IgnorePattern, LimitOutput,
                                         OverwriteCells, OverwriteKernelspec, SaveAutoGrades)

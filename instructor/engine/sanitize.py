@@ -24,7 +24,7 @@ the HTML inside markdown cells into those pages as they are. This module guards 
   block). Attachments: only PNG/JPEG/GIF/WebP images stay. Saved widget state (notebook metadata,
   which a widget manager would render) goes.
 
-Where it is wired (:func:`.course.sandboxed_config` and ``nbgrader_config.py``): the autograded
+Where it is wired (:func:`instructor.batch.course.sandboxed_config` and ``nbgrader_config.py``): the autograded
 notebook nbgrader writes is inert already (in autograde's sanitize phase for markdown, so a worker's
 and the recorder's notebooks stay identical, and after execution for outputs); ``generate_feedback``
 runs it again with ``HTMLExporter.sanitize_html`` on and this module's :func:`clean_html` as the

@@ -17,8 +17,9 @@ This module runs a command in the sandbox (:func:`run`), says what this machine 
 It knows nothing of nbgrader, torch or the checks (``tests/test_architecture.py``): what runs in it and
 what its results mean is the engine's (:mod:`instructor.engine`).
 
-Their public names are this module's too (``sandbox.Limits``, ``sandbox.Workspace``, ...). A test
-that replaces one replaces it in the module that owns it: its callers look it up there.
+This module is the sandbox's face (``__all__``: ``sandbox.run``, ``sandbox.Limits``, ``sandbox.Workspace``,
+...); everything else is named in the module that owns it (``isolation.sandbox_uid``,
+``workspace.give_to``). A test that replaces one replaces it there: its callers look it up there.
 
 What a submission's process tree sees and may do is listed in :mod:`.isolation`; its limits —
 memory and number of processes (a cgroup when the grader may make one, else
@@ -39,23 +40,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import cgroups, isolation
-from .cgroups import CGROUP_PARENT, CGROUP_ROOT_V1, Cgroup
-from .isolation import STUDENT_PACKAGE, bwrap_argv, drop_to, drops_privileges, sandbox_env, sandbox_uid, server_uid
-from .kernel import KERNEL_NAME, kernel_argv, kernel_main, use_kernel_launcher, write_kernelspec
-from .limits import GIB, REPO, Limits, RunResult, apply_rlimits, describe_exit
-from .workspace import (WORKSPACE_PREFIXES, Workspace, can_bound_disk, clear_keyrings, give_to, open_log,
-                        private_parent,
-                        new_session_keyring, sweep_leftovers)
+from . import cgroups, isolation, workspace
+from .cgroups import Cgroup
+from .isolation import drops_privileges
+from .kernel import write_kernelspec
+from .limits import Limits, RunResult, apply_rlimits, describe_exit
+from .workspace import Workspace, can_bound_disk, sweep_leftovers
 
-__all__ = [  # what callers use as ``sandbox.<name>``; each defined in the module that owns it
-    "CGROUP_PARENT", "CGROUP_ROOT_V1", "Cgroup",
-    "STUDENT_PACKAGE", "bwrap_argv", "drop_to", "drops_privileges", "sandbox_env", "sandbox_uid", "server_uid",
-    "KERNEL_NAME", "kernel_argv", "kernel_main", "use_kernel_launcher", "write_kernelspec",
-    "GIB", "REPO", "Limits", "RunResult", "apply_rlimits", "describe_exit",
-    "WORKSPACE_PREFIXES", "Workspace", "private_parent", "can_bound_disk", "clear_keyrings", "give_to", "new_session_keyring", "open_log",
-    "sweep_leftovers",
-    "python", "report", "run", "status", "warn_if_unsandboxed",
+__all__ = [  # the face: what a caller of the sandbox needs; the rest is named in the module that owns it
+    "Limits", "RunResult", "Workspace", "Cgroup",        # what a box is given, what comes back, its folder, its cgroup
+    "run", "status", "python", "report", "warn_if_unsandboxed",  # run a command in a box; what this machine allows
+    "write_kernelspec",                                   # a kernel in a box (nbgrader's half: instructor.engine.execute)
+    "sweep_leftovers", "can_bound_disk", "drops_privileges",  # what killed graders left; what grading as root adds
 ]
 
 # --------------------------------------------------------------------------- what is available
@@ -115,13 +111,13 @@ def run(command: list[str], scratch: Path, *, limits: Limits | None = None, wall
     cgroup = Cgroup(limits, status()["cgroup"]) if use_sandbox else None
     uid = isolation.sandbox_uid(limits) if sandboxed and isolation.drops_privileges() else None
     if uid is not None:
-        give_to(scratch, uid)
+        workspace.give_to(scratch, uid)
     argv = isolation.bwrap_argv(scratch, command, env=env, extra_ro=extra_ro, uid=uid,
                       tmp_bytes=limits.disk_bytes) if sandboxed else command
 
     def pre():
         os.setsid()
-        new_session_keyring()
+        workspace.new_session_keyring()
         if cgroup is not None and cgroup.active:
             cgroup.enter()
         apply_rlimits(limits, cgroup is not None and cgroup.active)
@@ -130,7 +126,7 @@ def run(command: list[str], scratch: Path, *, limits: Limits | None = None, wall
     timed_out = False
     waking = cgroup.start_waking() if cgroup is not None and cgroup.active else None
     err_path = scratch / ".sandbox-stderr"
-    with os.fdopen(open_log(err_path), "wb") as err:
+    with os.fdopen(workspace.open_log(err_path), "wb") as err:
         proc = subprocess.Popen(argv, cwd=scratch, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=err, preexec_fn=pre, close_fds=True,
                                 env=None if sandboxed else isolation.unsandboxed_env(scratch, env))
@@ -199,7 +195,7 @@ def report(limits: "Limits | None" = None) -> dict:
             (space / "run" / "probe.py").write_text(_PROBE)
             uid = isolation.sandbox_uid(limits) if isolation.drops_privileges() else None
             if uid is not None:
-                give_to(space / "run", uid)
+                workspace.give_to(space / "run", uid)
             argv = isolation.bwrap_argv(space / "run", [python(), "probe.py"], uid=uid, tmp_bytes=limits.disk_bytes)
             r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
             try:

@@ -17,9 +17,9 @@ second without giving the grader account root:
   notebooks' bytes; the service reads no path the client names. Names are checked (no ``/``, no
   leading dot); the assignment must be one of the checkout's; the client's copy of the assignment must
   match the checkout's (a digest), or grading would use other hidden checks than the gradebook's.
-* **the same grading** as a Dask worker on another machine (:func:`.parallel.execute`): the submission
+* **the same grading** as a Dask worker on another machine (:func:`instructor.batch.parallel.execute`): the submission
   is graded in a private, root-owned course folder and the executed notebooks go back; the client (the
-  grader account's process) records them in its gradebook (:func:`.pipeline.record`). Root writes
+  grader account's process) records them in its gradebook (:func:`instructor.engine.pipeline.record`). Root writes
   nothing in the course folder.
 * grading workers are kept between requests (their pre-started sandboxes with them); a submission that
   kills its worker is retried alone, on a fresh one, and flagged after two deaths.
@@ -31,7 +31,7 @@ Command line::
     python -m instructor.service report --socket PATH      # the service's sandbox, measured as it grades
 
 A grading process uses it when ``COURSE_GRADING_SERVICE`` names the socket (the hub sets it for
-formgrader): :func:`.course.grade` then sends every submission there.
+formgrader): :func:`instructor.batch.course.grade` then sends every submission there.
 """
 from __future__ import annotations
 
