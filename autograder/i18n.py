@@ -47,7 +47,10 @@ _ERROR_PREFIX = re.compile(r"^(\w+(?:Error|Failed|Refused|NotFound): )(.+)$", re
 #: labels whose values are the course's texts; the others are mostly values a program made (PyTorch's
 #: messages, the student's values: verbatim), so only templates with this many letters of their own match them
 _TRANSLATED_LABELS = ("for input", "expected", "try next")
-_VALUE_LITERAL = 6
+_VALUE_LITERAL = 8
+#: a line of a message matches only templates with this many letters of their own: a short one
+#: ("{a} of {b}", a heading's) would take a line of PyTorch's for its own
+_LINE_LITERAL = 4
 #: a space the English layout put between a field and a word, between two Chinese characters once filled
 _CJK_SPACE = re.compile(r"(?<=[\u4e00-\u9fff]) (?=[\u4e00-\u9fff])")
 
@@ -341,13 +344,14 @@ def translate_message(message: str, lang: str | None = None, cat: Catalogue | No
         for key, (english, chinese, _short) in LABELS.items():
             if line.startswith(english):
                 value = line[len(english):]
-                value = translate(value, lang, cat, min_literal=0 if key in _TRANSLATED_LABELS else _VALUE_LITERAL)
+                value = translate(value, lang, cat,
+                                  min_literal=_LINE_LITERAL if key in _TRANSLATED_LABELS else _VALUE_LITERAL)
                 out.append(chinese + value)
                 break
         else:   # the first line (what failed), a detail line (PyTorch's, verbatim) or one of the course's notes
-            shown = translate(line, lang, cat)
+            shown = translate(line, lang, cat, min_literal=_LINE_LITERAL if k == 0 else _VALUE_LITERAL)
             named = _ERROR_PREFIX.match(line) if shown == line and k == 0 else None
             if named:   # "CheckFailed: <the course's text>" as a test cell's error shows it
-                shown = named.group(1) + translate(named.group(2), lang, cat)
+                shown = named.group(1) + translate(named.group(2), lang, cat, min_literal=_LINE_LITERAL)
             out.append(shown)
     return "\n".join(out)

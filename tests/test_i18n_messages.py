@@ -19,7 +19,6 @@ from autograder import i18n
 from autograder.checks import CheckFailed, check_equal, check_type, fail
 from instructor import translate_messages as tm
 from instructor.layout import REPO
-from test_i18n import glossary_problems
 
 STUDENT_PO = tm.student_catalogue_path()
 GRADER_PO = tm.grader_catalogue_path()
@@ -69,6 +68,8 @@ def test_every_message_has_a_reviewed_translation_with_the_same_fields(path):
     kept = [e for e in entries if e.msgstr == e.msgid]
     assert len(kept) <= 6, f"{len(kept)} messages kept in English: {[e.msgid[:50] for e in kept]}"
     assert not problems, "\n".join(problems)
+    from test_i18n import glossary_problems   # the notebooks' glossary check, on these catalogues too
+
     assert not glossary_problems(po, path.name)
 
 
@@ -384,3 +385,45 @@ def test_pending_hand_grading_in_chinese(tmp_path):
     en_page = mark_pending(page, {"essay": 3.0})
     assert "(Score: 15 / 15 autograded, 3 points pending hand grading)</h4>" in en_page
     assert "(pending hand grading, 3 points)</li>" in en_page and not HAN.search(en_page)
+
+
+def _small_class():
+    from instructor.engine.pipeline import QuestionScore, Result
+
+    wrong = ("attack exceeds the budget eps\n  expected : |delta| <= 0.03\n"
+             "  try next : clamp delta to [-eps, eps] after each step.")
+    out = []
+    for i, passed in enumerate([False, False, True]):
+        verdicts = {"attack_tests": {"passed": passed, "cases": 1, "message": "" if passed else wrong}}
+        out.append(Result(f"s{i}", "03_yolo_head", True, [QuestionScore("attack_tests", 2.0 if passed else 0.0, 2.0, "auto")],
+                          seconds=1.0, verdicts=verdicts, flags=["locked cell 'attack_tests' was edited: restored"] if i == 0 else []))
+    return out
+
+
+def test_the_class_report_in_the_classs_language(zh):
+    from instructor.classroom.report import build_html
+
+    page = build_html(_small_class(), source="grading of 3 submissions", generated="2026-12-05 12:00")
+    assert '<html lang="zh-CN">' in page and "<h1>班级报告</h1>" in page and "<h2>需要重讲的内容</h2>" in page
+    assert "作答的 3 份提交中有 2 份答错" in page and "共失 4 分（每份 2 分）" in page
+    assert "attack 超出了预算 eps" in page                        # the cause: the verdict's first line
+    assert "学生收到的提示： 每一步之后把 delta 截断到 [-eps, eps]。" in page   # the hint the students read
+    assert "锁定的单元格 &#x27;attack_tests&#x27; 被修改了：已恢复" in page and ">标记</span>" in page
+    assert 'data-cause="attack exceeds the budget eps"' in page   # the page's data stays English (tests, tools)
+    with i18n.speaking("en"):
+        english = build_html(_small_class(), source="grading of 3 submissions", generated="2026-12-05 12:00")
+    assert "<h1>Class report</h1>" in english and "hint the students got: clamp delta" in english
+    assert not HAN.search(english)
+
+
+def test_a_short_template_never_takes_a_pytorch_line():
+    """A template with few words of its own ("{a} of {b}") must not rewrite PyTorch's text in a message."""
+    cat = i18n.Catalogue()
+    cat.add("{a} of {b}", "{b} 中的 {a}", template=True)
+    cat.add("{what} has wrong values", "{what} 的值不对", template=True)
+    message = ("decode(p) has wrong values\n  detail   : one of the variables needed for gradient computation\n"
+               "  Mismatched elements: 3 of 5")
+    assert i18n.translate_message(message, "zh_CN", cat).splitlines() == [
+        "decode(p) 的值不对", "  详情\u3000：one of the variables needed for gradient computation",
+        "  Mismatched elements: 3 of 5"]
+    assert i18n.translate("3 of 5", "zh_CN", cat) == "5 中的 3"   # asked for by the course's own code: it is

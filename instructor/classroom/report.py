@@ -2,7 +2,7 @@
 
 Built after ``grade`` from the results in memory (:func:`write_report`), or later by
 ``python -m autograder report`` from what grading persisted in the course folder: the
-``grading-ledger.json`` of :class:`instructor.batch.course.Ledger` (each submission's scores, the hidden checks'
+``grading-ledger.json`` of :class:`.course.Ledger` (each submission's scores, the hidden checks'
 verdicts, flags, integrity lines, timings; :func:`results_from_ledger`).
 
 The page, top to bottom:
@@ -39,6 +39,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.i18n import N_, language
+
+from ..engine.i18n import translate_text, translate_verdict
 from ..engine.pipeline import QuestionScore, Result
 
 __all__ = ["REPORT_NAME", "CSP", "ReportError", "write_report", "build_html", "results_from_ledger",
@@ -53,9 +56,9 @@ TOP_TASKS, TOP_CAUSES = 6, 3
 #: Above this many submissions the time plot is a histogram (and the slowest are listed).
 MAX_TIME_BARS = 40
 
-PASSED_HERE_FAILED_THERE = ("the notebook's own test failed in the student's kernel "
-                            "(the hidden check outside it passed)")
-NO_VERDICT = "no verdict from a hidden check (the test cell failed)"
+PASSED_HERE_FAILED_THERE = N_("the notebook's own test failed in the student's kernel "
+                               "(the hidden check outside it passed)")
+NO_VERDICT = N_("no verdict from a hidden check (the test cell failed)")
 
 
 class ReportError(Exception):
@@ -402,7 +405,17 @@ th{background:#f5f5f5}td.c{text-align:right;font-weight:600;white-space:nowrap}
 def _who(students: list[str], n: int = 8) -> str:
     names = sorted(set(students))
     shown = ", ".join(esc(s) for s in names[:n])
-    return shown + (f" and {len(names) - n} more" if len(names) > n else "")
+    return shown + (" " + _tr(N_(f"and {len(names) - n} more")) if len(names) > n else "")
+
+
+def _tr(text: str) -> str:
+    """The report's own text in the class's language (``COURSE_LANG``, :func:`autograder.i18n.language`)."""
+    return translate_text(text, language())
+
+
+def _tv(text: str) -> str:
+    """A verdict's or a flag's text (what a student read, what grading said) in the class's language."""
+    return translate_verdict(text, language())
 
 
 def _pts(x: float) -> str:
@@ -422,61 +435,68 @@ def build_html(results: list[Result], *, source: str, generated: str | None = No
     flagged = [r for r in results if r.flags or r.integrity or not r.ok]
     out: list[str] = []
     w = out.append
-    w("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">")
+    w(f"<!DOCTYPE html>\n<html lang=\"{'en' if language() == 'en' else language().replace('_', '-')}\"><head>"
+      "<meta charset=\"utf-8\">")
     w(f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">")
     w("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">")
-    w(f"<title>Class report: {esc(', '.join(assignments))}</title><style>{STYLE}</style></head><body>")
-    w("<h1>Class report</h1>")
+    w(f"<title>{esc(_tr(N_('Class report')))}: {esc(', '.join(assignments))}</title><style>{STYLE}</style></head><body>")
+    w(f"<h1>{esc(_tr(N_('Class report')))}</h1>")
     students = len({r.student for r in results})
-    w(f"<p class=\"meta\">{len(results)} submission(s) from {students} student(s) in {len(assignments)} "
-      f"assignment(s) ({esc(', '.join(assignments))}): {len(graded)} graded, "
-      f"{sum(1 for r in results if r.flags or r.integrity)} flagged, {len(failed)} failed to grade.</p>")
-    w(f"<p class=\"meta muted\">generated {esc(generated or time.strftime('%Y-%m-%d %H:%M'))} from "
-      f"{esc(source)}</p>")
+    n_flagged = sum(1 for r in results if r.flags or r.integrity)
+    w("<p class=\"meta\">" + _tr(N_(f"{len(results)} submission(s) from {students} student(s) in {len(assignments)} "
+                                    f"assignment(s) ({esc(', '.join(assignments))}): {len(graded)} graded, "
+                                    f"{n_flagged} flagged, {len(failed)} failed to grade.")) + "</p>")
+    stamp = esc(generated or time.strftime('%Y-%m-%d %H:%M'))
+    w("<p class=\"meta muted\">" + _tr(N_(f"generated {stamp} from {esc(source)}")) + "</p>")
 
     # 1. what to re-teach
-    w("<section id=\"reteach\"><h2>What to re-teach</h2>")
+    w(f"<section id=\"reteach\"><h2>{_tr(N_('What to re-teach'))}</h2>")
     if not ranked:
-        w(("<p class=\"ok\">No answered task lost autograded points: nothing to re-teach"
-           + (" (some tasks were left unanswered: see <i>Not attempted</i> below)" if skipped else "") + ".</p>")
-          if graded else "<p>No submission was graded.</p>")
+        w(("<p class=\"ok\">" + _tr(N_("No answered task lost autograded points: nothing to re-teach"))
+           + (" " + _tr(N_("(some tasks were left unanswered: see <i>Not attempted</i> below)")) if skipped else "")
+           + ".</p>") if graded else f"<p>{_tr(N_('No submission was graded.'))}</p>")
     else:
-        w("<p class=\"muted\">Tasks ranked by how many submissions answered them and got them wrong (an answer was "
-          "written and its check failed; questions left unanswered are counted apart, under <i>Not attempted</i>); "
-          "under each, the causes the hidden checks found, with how many submissions had each.</p><ol>")
+        w("<p class=\"muted\">" + _tr(N_("Tasks ranked by how many submissions answered them and got them wrong (an "
+          "answer was written and its check failed; questions left unanswered are counted apart, under <i>Not "
+          "attempted</i>); under each, the causes the hidden checks found, with how many submissions had each."))
+          + "</p><ol>")
         for t in ranked[:TOP_TASKS]:
-            left = (f"; {len(t.unanswered)} other(s) left it unanswered" if t.unanswered else "")
+            left = ("; " + _tr(N_(f"{len(t.unanswered)} other(s) left it unanswered")) if t.unanswered else "")
             w(f"<li data-task=\"{esc(t.assignment)}/{esc(t.grade_id)}\" data-wrong=\"{t.wrong}\" "
               f"data-unanswered=\"{len(t.unanswered)}\"><span class=\"task\">{esc(t.grade_id)}</span> "
-              f"<span class=\"muted\">({esc(t.assignment)})</span>: <span class=\"lost\">{t.wrong} of {t.answered} "
-              f"submission(s) that answered it got it wrong</span>, {_pts(t.wrong_lost)} point(s) lost "
-              f"({_pts(t.max_score)} pt each){left}<ul class=\"causes\">")
+              f"<span class=\"muted\">({esc(t.assignment)})</span>: <span class=\"lost\">"
+              + _tr(N_(f"{t.wrong} of {t.answered} submission(s) that answered it got it wrong")) + "</span>, "
+              + _tr(N_(f"{_pts(t.wrong_lost)} point(s) lost ({_pts(t.max_score)} pt each)"))
+              + f"{left}<ul class=\"causes\">")
             causes = t.ranked_causes()
             for c in causes[:TOP_CAUSES]:
                 hint = c.hints.most_common(1)[0][0] if c.hints else ""
-                w(f"<li><span class=\"n\">{c.count}&times;</span>{esc(c.text)}"
-                  + (f"<br><span class=\"hint\">hint the students got: {esc(_short(hint, 220))}</span>" if hint else "")
+                w(f"<li><span class=\"n\">{c.count}&times;</span>{esc(_tv(c.text))}"
+                  + (f"<br><span class=\"hint\">{esc(_tr(N_('hint the students got:')))} "
+                     f"{esc(_short(_tv(hint), 220))}</span>" if hint else "")
                   + "</li>")
             if len(causes) > TOP_CAUSES:
-                w(f"<li class=\"muted\">and {len(causes) - TOP_CAUSES} other cause(s): see below</li>")
+                w("<li class=\"muted\">" + _tr(N_(f"and {len(causes) - TOP_CAUSES} other cause(s): see below")) + "</li>")
             w("</ul></li>")
         w("</ol>")
         if len(ranked) > TOP_TASKS:
-            w(f"<p class=\"muted\">{len(ranked) - TOP_TASKS} more task(s) answered wrongly: see the causes below.</p>")
+            w("<p class=\"muted\">" + _tr(N_(f"{len(ranked) - TOP_TASKS} more task(s) answered wrongly: see the causes "
+                                             "below.")) + "</p>")
     w("</section>")
 
     # 2. not attempted: unanswered, apart from the mistakes
-    w("<section id=\"unanswered\"><h2>Not attempted</h2>")
+    w(f"<section id=\"unanswered\"><h2>{_tr(N_('Not attempted'))}</h2>")
     if not skipped:
-        w("<p class=\"ok\">Every graded submission answered every autograded task.</p>" if graded else
-          "<p>No submission was graded.</p>")
+        w(f"<p class=\"ok\">{_tr(N_('Every graded submission answered every autograded task.'))}</p>" if graded else
+          f"<p>{_tr(N_('No submission was graded.'))}</p>")
     else:
-        w("<p class=\"muted\">Autograded tasks that submissions left unanswered: the hidden check reached the "
-          "<code>raise NotImplementedError</code> left in the answer cell (the student read "
-          "&ldquo;&hellip; is not implemented yet&rdquo;). Not mistakes, so not ranked above; many here may mean "
-          "the task came too late or took too long.</p>"
-          "<table><tr><th>task</th><th>assignment</th><th>unanswered</th><th>answered</th>"
-          "<th>answered and wrong</th><th>students who left it unanswered</th></tr>")
+        w("<p class=\"muted\">" + _tr(N_("Autograded tasks that submissions left unanswered: the hidden check reached "
+          "the <code>raise NotImplementedError</code> left in the answer cell (the student read &ldquo;&hellip; is "
+          "not implemented yet&rdquo;). Not mistakes, so not ranked above; many here may mean the task came too "
+          "late or took too long.")) + "</p><table><tr>"
+          + "".join(f"<th>{_tr(h)}</th>" for h in (N_("task"), N_("assignment"), N_("unanswered"), N_("answered"),
+                                                   N_("answered and wrong"), N_("students who left it unanswered")))
+          + "</tr>")
         for t in skipped:
             w(f"<tr data-task=\"{esc(t.assignment)}/{esc(t.grade_id)}\" data-unanswered=\"{len(t.unanswered)}\" "
               f"data-wrong=\"{t.wrong}\"><td>{esc(t.grade_id)}</td><td>{esc(t.assignment)}</td>"
@@ -486,22 +506,23 @@ def build_html(results: list[Result], *, source: str, generated: str | None = No
     w("</section>")
 
     # 3. score distribution per question
-    w("<section id=\"scores\"><h2>Score distribution per question</h2>")
+    w(f"<section id=\"scores\"><h2>{_tr(N_('Score distribution per question'))}</h2>")
     for a in assignments:
         rs = [r for r in graded if r.assignment == a]
         w(f"<h3>{esc(a)}</h3>")
         if not rs:
-            w("<p>No submission of this assignment was graded.</p>")
+            w(f"<p>{_tr(N_('No submission of this assignment was graded.'))}</p>")
             continue
         totals = [r.auto_score for r in rs]
         amax = max(r.auto_max for r in rs)
         mean = sum(totals) / len(totals)
-        w(f"<p class=\"muted\">{len(rs)} graded; autograded total: mean {mean:.1f} of {_pts(amax)}, "
-          f"{sum(1 for x in totals if x >= amax)} with full marks.</p><div class=\"grid\">")
+        full = sum(1 for x in totals if x >= amax)
+        w("<p class=\"muted\">" + _tr(N_(f"{len(rs)} graded; autograded total: mean {mean:.1f} of {_pts(amax)}, "
+                                         f"{full} with full marks.")) + "</p><div class=\"grid\">")
         img = plots.histogram(totals, amax, "autograded total", w=2.6, h=1.6)
         w(f"<figure class=\"total\"><img src=\"{img}\" alt=\"histogram: {esc(a)} autograded total\" "
-          f"data-assignment=\"{esc(a)}\" data-question=\"(total)\"><figcaption>autograded total "
-          f"(of {_pts(amax)})</figcaption></figure>")
+          f"data-assignment=\"{esc(a)}\" data-question=\"(total)\"><figcaption>"
+          + _tr(N_(f"autograded total (of {_pts(amax)})")) + "</figcaption></figure>")
         for (ta, gid), t in tasks.items():
             if ta != a:
                 continue
@@ -509,57 +530,60 @@ def build_html(results: list[Result], *, source: str, generated: str | None = No
             img = (plots.histogram(t.scores, t.max_score, title) if t.scores else plots.pending(t.pending, title))
             kind = "" if t.kind == "auto" else f", {t.kind}"
             cap = (f"{esc(gid)} ({_pts(t.max_score)} pt{esc(kind)}): "
-                   + (f"mean {sum(t.scores) / len(t.scores):.2g}" if t.scores else "not graded yet")
-                   + (f", {t.pending} pending" if t.pending and t.scores else "")
-                   + (f", {len(t.unanswered)} unanswered" if t.unanswered else ""))
+                   + (_tr(N_(f"mean {sum(t.scores) / len(t.scores):.2g}")) if t.scores else _tr(N_("not graded yet")))
+                   + (", " + _tr(N_(f"{t.pending} pending")) if t.pending and t.scores else "")
+                   + (", " + _tr(N_(f"{len(t.unanswered)} unanswered")) if t.unanswered else ""))
             w(f"<figure><img src=\"{img}\" alt=\"histogram: {esc(a)} {esc(gid)}\" data-assignment=\"{esc(a)}\" "
               f"data-question=\"{esc(gid)}\"><figcaption>{cap}</figcaption></figure>")
         w("</div>")
     w("</section>")
 
     # 4. causes of failure per task
-    w("<section id=\"causes\"><h2>Causes of failure per task</h2>")
-    w("<p class=\"muted\">Each answered autograded test cell below full marks, grouped by the cause its hidden check "
-      "gave (the first line of the verdict the student read; numbers shown as #). Unanswered ones are under "
-      "<i>Not attempted</i>.</p>")
+    w(f"<section id=\"causes\"><h2>{_tr(N_('Causes of failure per task'))}</h2>")
+    w("<p class=\"muted\">" + _tr(N_("Each answered autograded test cell below full marks, grouped by the cause its "
+      "hidden check gave (the first line of the verdict the student read; numbers shown as #). Unanswered ones "
+      "are under <i>Not attempted</i>.")) + "</p>")
     any_cause = False
     for a in assignments:
         rows = [(t, c) for (ta, _), t in tasks.items() if ta == a for c in t.ranked_causes()]
         if not rows:
             continue
         any_cause = True
-        w(f"<h3>{esc(a)}</h3><table><tr><th>task</th><th>cause (hidden check's verdict)</th><th>count</th>"
-          "<th>points lost</th><th>students</th></tr>")
+        w(f"<h3>{esc(a)}</h3><table><tr>"
+          + "".join(f"<th>{_tr(h)}</th>" for h in (N_("task"), N_("cause (hidden check's verdict)"), N_("count"),
+                                                   N_("points lost"), N_("students"))) + "</tr>")
         for t, c in rows:
             w(f"<tr data-task=\"{esc(a)}/{esc(t.grade_id)}\" data-cause=\"{esc(c.text)}\" data-count=\"{c.count}\">"
-              f"<td>{esc(t.grade_id)}</td><td>{esc(c.text)}</td><td class=\"c\">{c.count}</td>"
+              f"<td>{esc(t.grade_id)}</td><td>{esc(_tv(c.text))}</td><td class=\"c\">{c.count}</td>"
               f"<td class=\"c\">{_pts(c.points)}</td><td class=\"who\">{_who(c.students)}</td></tr>")
         w("</table>")
     if not any_cause:
-        w("<p class=\"ok\">No answered autograded test cell failed.</p>")
+        w(f"<p class=\"ok\">{_tr(N_('No answered autograded test cell failed.'))}</p>")
     w("</section>")
 
     # 5. flagged submissions
-    w("<section id=\"flagged\"><h2>Flagged submissions</h2>")
+    w(f"<section id=\"flagged\"><h2>{_tr(N_('Flagged submissions'))}</h2>")
     if not flagged:
-        w("<p class=\"ok\">No submission was flagged and every grading succeeded.</p>")
+        w(f"<p class=\"ok\">{_tr(N_('No submission was flagged and every grading succeeded.'))}</p>")
     else:
-        w("<p class=\"muted\">What grading undid or stopped (flag), where the notebook's own tests and the check "
-          "outside the kernel disagreed (integrity: the lower score was kept), and gradings that failed "
-          "(error).</p><table><tr><th>submission</th><th>what</th><th>detail</th></tr>")
+        w("<p class=\"muted\">" + _tr(N_("What grading undid or stopped (flag), where the notebook's own tests and the "
+          "check outside the kernel disagreed (integrity: the lower score was kept), and gradings that failed "
+          "(error).")) + "</p><table><tr>"
+          + "".join(f"<th>{_tr(h)}</th>" for h in (N_("submission"), N_("what"), N_("detail"))) + "</tr>")
         for r in flagged:
             sid = f"{esc(r.student)} / {esc(r.assignment)}"
             items = ([("flag", x) for x in r.flags] + [("integrity", x) for x in r.integrity]
-                     + ([("error", r.error or "no reason was recorded")] if not r.ok else []))
+                     + ([("error", r.error or N_("no reason was recorded"))] if not r.ok else []))
             for kind, text in items:
                 w(f"<tr data-submission=\"{esc(r.student)}/{esc(r.assignment)}\" data-kind=\"{kind}\">"
-                  f"<td class=\"who\">{sid}</td><td><span class=\"tag {kind}\">{kind}</span></td>"
-                  f"<td><pre>{esc(text)}</pre></td></tr>")
+                  f"<td class=\"who\">{sid}</td><td><span class=\"tag {kind}\">{esc(_tr(kind))}</span></td>"
+                  f"<td><pre>{esc(_tv(text))}</pre></td></tr>")
         w("</table>")
     w("</section>")
 
     # 6. grading time
-    w("<section id=\"time\"><h2>Grading time per submission</h2>")
+    w(f"<section id=\"time\"><h2>{_tr(N_('Grading time per submission'))}</h2>")
+    N_("flag"), N_("integrity"), N_("error")   # the kinds of the flagged table, shown translated
     if results:
         times = sorted(r.seconds for r in results)
 
@@ -567,7 +591,8 @@ def build_html(results: list[Result], *, source: str, generated: str | None = No
             return times[min(len(times) - 1, int(round(q * (len(times) - 1))))]
 
         slowest = sorted(results, key=lambda r: (-r.seconds, r.assignment, r.student))[:5]
-        w(f"<p class=\"muted\">p50 {pct(0.5):.1f} s, p95 {pct(0.95):.1f} s, total {sum(times):.0f} s; slowest: "
+        w("<p class=\"muted\">" + _tr(N_(f"p50 {pct(0.5):.1f} s, p95 {pct(0.95):.1f} s, total {sum(times):.0f} s; "
+                                         "slowest:")) + " "
           + ", ".join(f"{esc(r.student)}/{esc(r.assignment)} {r.seconds:.1f} s" for r in slowest) + "</p>")
         w(f"<figure><img src=\"{plots.times(results)}\" alt=\"grading time per submission\" "
           "data-plot=\"time\"></figure>")

@@ -17,7 +17,7 @@ from ..layout import REPO
 
 GRADER_LOCALE = REPO / "instructor" / "locale"
 
-__all__ = ["GRADER_LOCALE", "catalogue", "release_language", "shown_verdicts", "translate_verdict"]
+__all__ = ["GRADER_LOCALE", "catalogue", "release_language", "shown_verdicts", "translate_verdict", "translate_text"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -40,6 +40,14 @@ def translate_verdict(message: str, lang: str | None) -> str:
     if not lang or lang == "en" or not message:
         return message
     return i18n.translate_message(message, lang, catalogue(lang))
+
+
+def translate_text(text: str, lang: str | None) -> str:
+    """One of the grader's own texts (a heading of the class report, a note) in ``lang``: exactly or by
+    template (unchanged for English)."""
+    if not lang or lang == "en" or not text:
+        return text
+    return i18n.translate(text, lang, catalogue(lang))
 
 
 def shown_verdicts(verdicts: dict[str, dict], release_dir: str | Path) -> dict[str, dict]:
