@@ -408,9 +408,18 @@ def transplant(submitted, english_release, edition_release, lang: str):
     out = copy.deepcopy(submitted)
     for cell in out.cells:
         cid = cell.get("id")
-        if cid in en and cid in ed and cell.cell_type == en[cid].cell_type == ed[cid].cell_type \
-                and cell.source == en[cid].source:
+        if not (cid in en and cid in ed and cell.cell_type == en[cid].cell_type == ed[cid].cell_type):
+            continue
+        if cell.source == en[cid].source:
             cell.source = ed[cid].source
+        # nbgrader's metadata as released (its checksum is of the released text) is the edition's; a
+        # metadata the student edited stays edited (only its released checksum follows the edition)
+        mine, theirs, ours = (c.get("metadata", {}).get("nbgrader") for c in (cell, en[cid], ed[cid]))
+        if isinstance(mine, dict) and isinstance(theirs, dict) and isinstance(ours, dict):
+            if mine == theirs:
+                cell.metadata["nbgrader"] = copy.deepcopy(ours)
+            elif "checksum" in mine and mine.get("checksum") == theirs.get("checksum"):
+                mine["checksum"] = ours.get("checksum")
     if not isinstance(out.metadata.get("course"), dict):
         out.metadata["course"] = {}
     out.metadata["course"]["language"] = lang

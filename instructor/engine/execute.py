@@ -12,6 +12,7 @@ import os
 import threading
 import time
 
+from ..layout import LANG_ENV, notebook_language
 from ..sandbox.kernel import KERNEL_NAME, kernel_manager_class
 from ..sandbox.limits import Limits
 
@@ -79,6 +80,19 @@ def sandboxed_execute_class():
             self.on_cell_executed = self._note_exit_request
             type(self).last_flags = self.course_flags
             return super().preprocess(nb, resources, km)
+
+        async def async_start_new_kernel(self, **kwargs):
+            """The kernel speaks the notebook's language: its ``course.language`` (the canonical notebook's,
+            which is the release's metadata; a Chinese edition's), given to the kernel's environment as data."""
+            lang = notebook_language(getattr(self, "nb", None) or {})
+            if lang:
+                kwargs["env"] = {**os.environ, **(kwargs.get("env") or {}), LANG_ENV: lang}
+            return await super().async_start_new_kernel(**kwargs)
+
+        def start_new_kernel(self, **kwargs):
+            from jupyter_core.utils import run_sync
+
+            return run_sync(self.async_start_new_kernel)(**kwargs)
 
         def _note_exit_request(self, cell=None, cell_index=None, execute_reply=None):
             """IPython's ``exit()`` / ``quit()`` ends the kernel 0.1 s *after* the cell's reply, which says

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -82,6 +83,7 @@ def kernel_main(connection_file: str) -> None:
     if verdicts:
         env["COURSE_VERDICTS"] = verdicts
         extra_ro.append(Path(verdicts))
+    env.update(kernel_language(os.environ))
     # The kernel's own banner and logs are not the grader's output: keep them in the run folder.
     log = open_log(rundir / "kernel.log")  # as root, in a folder an earlier kernel could write: no link followed
     os.dup2(log, 1)
@@ -95,11 +97,23 @@ def kernel_main(connection_file: str) -> None:
     os.execv(sys.executable, kernel)
 
 
+#: The one setting of the notebook, not of the box, that the kernel is given: the language it speaks
+#: (``COURSE_LANG``, the Chinese edition's), passed as data by whoever starts it (``start_kernel(env=...)``).
+LANGUAGE_ENV = "COURSE_LANG"
+
+
+def kernel_language(environ) -> dict[str, str]:
+    """``{"COURSE_LANG": code}`` from an environment that names a plain language code (``zh_CN``); else ``{}``."""
+    lang = (environ or {}).get(LANGUAGE_ENV) or ""
+    return {LANGUAGE_ENV: lang} if re.fullmatch(r"[A-Za-z]{2,3}(?:_[A-Za-z]{2,4})?", lang) else {}
+
+
 _LAUNCHER = threading.local()
 
 
 def use_kernel_launcher(launch) -> None:
-    """On this thread, kernels start through ``launch(connection_file) -> Popen-like`` instead of the
+    """On this thread, kernels start through ``launch(connection_file, env) -> Popen-like`` (``env``: what
+    :func:`kernel_language` gives the kernel) instead of the
     kernelspec's command (the pre-started sandbox of :mod:`.zygote`); ``None``: the kernelspec again."""
     _LAUNCHER.launch = launch
 
@@ -167,7 +181,7 @@ def kernel_manager_class():
             if self.course_launch is None:
                 return await super()._async_launch_kernel(kernel_cmd, **kw)
             prov = self.provisioner
-            proc = self.course_launch(self.connection_file)
+            proc = self.course_launch(self.connection_file, kernel_language(kw.get("env")))
             prov.process, prov.pid, prov.pgid = proc, proc.pid, None
             prov.cwd = os.environ.get("COURSE_SANDBOX_SCRATCH")
             self._reconcile_connection_info(prov.connection_info)

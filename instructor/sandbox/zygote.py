@@ -418,9 +418,10 @@ class Zygote:
                 reason = describe_exit(code, None, timed_out, wall_seconds)
         return RunResult(code, timed_out, True, time.monotonic() - t0, reason)
 
-    def kernel(self, connection_file: str) -> Child:
+    def kernel(self, connection_file: str, extra_env: dict | None = None) -> Child:
         """The notebook's kernel (``python -m ipykernel_launcher -f CONNECTION``), as a fork of the server,
-        with the settings :func:`.kernel.kernel_main` reads from the grader's environment."""
+        with the settings :func:`.kernel.kernel_main` reads from the grader's environment (and ``extra_env``,
+        the kernel's language: :func:`.kernel.kernel_language`)."""
         scratch = Path(os.environ["COURSE_SANDBOX_SCRATCH"])
         rundir = Path(os.environ["COURSE_SANDBOX_RUN"])
         # A restart (a cell that ended the kernel, a timeout, exit()): what the old kernel left (a daemon
@@ -431,6 +432,7 @@ class Zygote:
         env = {}
         if os.environ.get("COURSE_VERDICTS"):
             env["COURSE_VERDICTS"] = os.environ["COURSE_VERDICTS"]
+        env.update(kernel.kernel_language(extra_env))
         argv = kernel.kernel_argv(connection_file)
         log = rundir / "kernel.log"
         return self.spawn(argv[0], argv, scratch, env=env, module=True, stdout=log, stderr=log)
