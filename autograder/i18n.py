@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["LANGUAGES", "LABELS", "language", "set_language", "translate", "translate_message", "_", "N_",
-           "speaking", "notebook_language", "Catalogue", "load_catalogue", "catalogue", "catalogue_path", "template_fields", "label_lines"]
+           "speaking", "notebook_language", "metadata_language", "Catalogue", "load_catalogue", "catalogue", "catalogue_path", "template_fields", "label_lines"]
 
 LANGUAGES = ("en", "zh_CN")
 DOMAIN = "autograder"
@@ -108,6 +108,11 @@ def _from_metadata(nb) -> str | None:
     meta = nb.get("metadata")
     course = meta.get("course") if isinstance(meta, dict) else None
     return _normal(course.get("language")) if isinstance(course, dict) else None
+
+
+def metadata_language(nb) -> str | None:
+    """The language a notebook (its JSON, as a dict) names in ``metadata.course.language``, or None."""
+    return _from_metadata(nb)
 
 
 def _notebook_file() -> Path | None:

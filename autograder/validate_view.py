@@ -12,6 +12,7 @@ finds which one to put back.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -30,11 +31,21 @@ def shown_source(source: str, nb: dict) -> str:
 
 
 def reshape(result: dict, nb: dict) -> dict:
-    """nbgrader's validation result with each failed and passed test cell named by its task."""
+    """nbgrader's validation result with each failed and passed test cell named by its task (and, for a
+    notebook of the Chinese edition, its failures in Chinese: the kernel that validated it may not know)."""
+    from .i18n import metadata_language, speaking, translate_message
+
+    lang = metadata_language(nb)
     for key in ("failed", "passed"):
         for entry in result.get(key, []) or []:
             if isinstance(entry, dict) and isinstance(entry.get("source"), str):
-                entry["source"] = shown_source(entry["source"], nb)
+                with speaking(lang) if lang else contextlib.nullcontext():   # the notebook's own language
+                    entry["source"] = shown_source(entry["source"], nb)
+            if lang and lang != "en" and isinstance(entry, dict) and isinstance(entry.get("raw_error"), str):
+                from nbconvert.filters import ansi2html
+
+                entry["raw_error"] = translate_message(entry["raw_error"], lang)
+                entry["error"] = ansi2html(entry["raw_error"])
     return result
 
 

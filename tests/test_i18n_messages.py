@@ -427,3 +427,22 @@ def test_a_short_template_never_takes_a_pytorch_line():
         "decode(p) 的值不对", "  详情\u3000：one of the variables needed for gradient computation",
         "  Mismatched elements: 3 of 5"]
     assert i18n.translate("3 of 5", "zh_CN", cat) == "5 中的 3"   # asked for by the course's own code: it is
+
+
+def test_validate_speaks_the_notebooks_language_whatever_the_server_speaks(en):
+    from autograder.validate_view import reshape
+
+    nb = {"metadata": {"course": {"language": "zh_CN"}},
+          "cells": [{"cell_type": "code", "source": "check_true(False, 'x')",
+                     "metadata": {"nbgrader": {"grade_id": "decode_tests", "grade": True, "solution": False}}}]}
+    raw = "CheckFailed: decode(p) has the wrong shape\n  expected : (1, 3)\n  got      : (1, 2)"
+    result = {"failed": [{"source": "check_true(False, 'x')", "error": raw, "raw_error": raw}]}
+    [entry] = reshape(json.loads(json.dumps(result)), nb)["failed"]
+    assert entry["source"] == "# decode 的测试（代码在笔记本里，在你的答案下面）"
+    assert entry["raw_error"].splitlines() == ["CheckFailed: decode(p) 的形状不对", "  期望\u3000：(1, 3)",
+                                               "  实际\u3000：(1, 2)"]
+    assert "decode(p) 的形状不对" in entry["error"]
+    nb["metadata"] = {}
+    [entry] = reshape(json.loads(json.dumps(result)), nb)["failed"]
+    assert entry["raw_error"] == raw and entry["source"].startswith("# the test of decode ")
+    assert i18n.language() == "en"
