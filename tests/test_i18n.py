@@ -551,3 +551,67 @@ def test_lab_in_the_chinese_edition_shows_jupyterlab_in_chinese(tmp_path):
     assert HAN.search(strings), "JupyterLab's Chinese language pack (jupyterlab-language-pack-zh-CN) is not installed"
     # control: without the setting, JupyterLab keeps its default (English) interface
     assert _lab_locale_default([], tmp_path)[0] != "zh_CN"
+
+
+# --------------------------------------------------------------------------- the same scores in both editions
+
+def _demo(tmp: Path, lang: str | None) -> tuple[dict, str]:
+    """``python -m autograder demo`` (the four demo samples) in its own folders: ({(student, assignment,
+    question): score}, the text of one feedback page)."""
+    import csv
+    import os
+    import subprocess
+    import sys
+
+    work, course_dir = tmp / f"demo-{lang or 'en'}", tmp / f"course-{lang or 'en'}"
+    env = {k: v for k, v in os.environ.items() if k != "COURSE_LANG"}
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    cmd = [sys.executable, "-m", "autograder", "demo", "--workdir", str(work), "--course", str(course_dir), "--jobs", "2"]
+    out = subprocess.run(cmd + (["--lang", lang] if lang else []), cwd=REPO, env=env, capture_output=True, text=True,
+                         timeout=1200)
+    assert out.returncode == 0, f"demo {lang or 'en'} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    with (work / "grades_by_question.csv").open() as f:
+        scores = {(r["student"], r["assignment"], r["question"]): r["score"] for r in csv.DictReader(f)}
+    page = next((course_dir / "feedback" / "ben" / "00_orientation").glob("*.html")).read_text(encoding="utf-8")
+    return scores, page
+
+
+@pytest.mark.slow
+def test_the_samples_get_the_same_scores_in_both_editions(tmp_path):
+    """The demo's four samples (full marks, a silent-wrong fix caught, partial credit, a cheat flagged),
+    graded in the English course and, moved onto the Chinese release, in the Chinese one: the same score
+    for every question; the Chinese feedback speaks Chinese, the English one English."""
+    _committed()
+    english, en_page = _demo(tmp_path, None)
+    chinese, zh_page = _demo(tmp_path, LANG)
+    assert len(english) >= 20 and set(english) == set(chinese), sorted(set(english) ^ set(chinese))
+    differ = {k: (english[k], chinese[k]) for k in english if english[k] != chinese[k]}
+    assert not differ, f"questions scored differently (English, Chinese): {differ}"
+    assert "下一步" in zh_page and "try next" not in zh_page, "the Chinese feedback's messages are not in Chinese"
+    assert "try next" in en_page and "下一步" not in en_page
+
+
+def test_a_hub_for_the_chinese_class_serves_the_chinese_edition(tmp_path):
+    """``make hub`` with COURSE_LANG=zh_CN (``setup --lang zh_CN``): the hub's course folder, a copy of the
+    checkout, holds the Chinese source/, release/ and lessons and nbgrader writes the Chinese stubs; an
+    English hub is left as it is. (No OS accounts: the step alone.)"""
+    from instructor.classroom.hub import Hub, use_edition
+    from instructor.layout import load_config
+
+    root = _committed()
+    for lang in ("", LANG):
+        hub = Hub(prefix=str(tmp_path / (lang or "en")), lang=lang)
+        shutil.copytree(root, hub.course, ignore=lambda d, names: [n for n in names if n not in (
+            "source", "release", "notebooks", "nbgrader_config.py", LANG)] if Path(d) in (root, root / LANG) else [])
+        english = (hub.course / "source" / "00_orientation" / "00_orientation.ipynb").read_bytes()
+        use_edition(hub)
+        use_edition(hub)   # idempotent
+        got = hub.course / "source" / "00_orientation" / "00_orientation.ipynb"
+        stub = load_config(hub.course).ClearSolutions.code_stub["python"]
+        if not lang:
+            assert got.read_bytes() == english and STUB_MESSAGE_ZH_CN not in stub
+            continue
+        for d in ("source", "release", "notebooks"):
+            assert not _tree_differences(root / LANG / d, hub.course / d), d
+        assert notebook_language(json.loads(got.read_text())) == LANG and STUB_MESSAGE_ZH_CN in stub
+        assert (hub.course / "nbgrader_config.py").read_text().count("the zh_CN edition") == 1

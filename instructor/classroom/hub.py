@@ -53,7 +53,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..layout import REPO
+from ..layout import REPO, edition_lang, load_config
 from .handins import HandinError, read_roster
 
 DEFAULT_PREFIX = Path("/srv/inplace-hub")
@@ -104,6 +104,7 @@ class Hub:
     students: list[str] = field(default_factory=list)
     created: list[str] = field(default_factory=list)    # accounts this deployment made (removed by `remove`)
     groups_created: list[str] = field(default_factory=list)
+    lang: str = ""      # the edition the students get (zh_CN: the Chinese one, zh_CN/ of the checkout); "": English
 
     @property
     def names(self) -> Names:
@@ -436,6 +437,28 @@ def copy_course(hub: Hub) -> None:
     os.chmod(hub.exchange, 0o1777)  # as /tmp: everyone may add, nobody may remove another's (nbgrader's layout)
 
 
+def use_edition(hub: Hub) -> None:
+    """The course folder serves the edition ``hub.lang`` (``zh_CN``): its source/, release/ and lessons in
+    place of the English ones (the same assignments, cells and grade ids), and its release's stubs in the
+    course folder's nbgrader_config.py. Nothing for the English course."""
+    if not hub.lang:
+        return
+    edition = hub.course / hub.lang
+    if not (edition / "source").is_dir():
+        raise HubError(f"{edition}: the {hub.lang} edition is not in the checkout (python -m autograder release "
+                       f"--lang {hub.lang}, then commit zh_CN/)")
+    for d in ("source", "release", "notebooks"):
+        shutil.rmtree(hub.course / d, ignore_errors=True)
+        shutil.copytree(edition / d, hub.course / d)
+    stubs = load_config(edition).ClearSolutions
+    cfg = hub.course / "nbgrader_config.py"
+    marker = f"# --- the {hub.lang} edition (instructor/classroom/hub.py)"
+    if marker not in cfg.read_text():
+        cfg.write_text(cfg.read_text() + f"\n{marker}: the stubs of its release\n"
+                       f"c.ClearSolutions.code_stub = {dict(stubs.code_stub)!r}\n"
+                       f"c.ClearSolutions.text_stub = {stubs.text_stub!r}\n")
+
+
 # The students' side of the exchange (autograder/exchange_trust.py, in the students' environment): list,
 # fetch, fetch_feedback and submit only use folders of the course's exchange that the course's account owns.
 EXCHANGE_TRUST = (
@@ -731,7 +754,8 @@ def free_port() -> int:
 def setup(prefix: Path, *, names_prefix: str = "", demo: bool = False, demo_password: str | None = None,
           roster: Path | None = None, port: int = 8000, ip: str | None = None, ports: dict | None = None,
           lock: bool = True, lock_repo: bool = False, release: bool = False,
-          source_venv: Path | None = None, due: dict[str, str] | None = None) -> tuple[Hub, list[tuple[str, str]]]:
+          source_venv: Path | None = None, due: dict[str, str] | None = None,
+          lang: str | None = None) -> tuple[Hub, list[tuple[str, str]]]:
     """Everything the hub needs, idempotent. Returns the hub and the (login, password) pairs made now.
     Says what it is doing on stderr, step by step (releasing the assignments takes minutes)."""
     if os.geteuid() != 0:
@@ -749,6 +773,8 @@ def setup(prefix: Path, *, names_prefix: str = "", demo: bool = False, demo_pass
     else:
         if ip is not None:
             hub.ip = ip
+    if lang is not None:
+        hub.lang = edition_lang(lang) or ""
     if roster is not None:  # a bad class list stops set-up before any account is made
         roster_accounts(roster, hub.names)
     for when in (due or {}).values():  # so does a due date that does not parse
@@ -777,6 +803,7 @@ def setup(prefix: Path, *, names_prefix: str = "", demo: bool = False, demo_pass
     hub.save()
     progress("the course folder (tracked files of the checkout)")
     copy_course(hub)
+    use_edition(hub)
     progress("the exchange's course folders")
     own_exchange(hub)  # the course's folders in the exchange, the course account's before any student logs in
     progress("the students' Python environment")
@@ -820,6 +847,8 @@ def main(argv: list[str] | None = None) -> int:
                                                "127.0.0.1 only: pass --ip 0.0.0.0 to let other machines in)")
     s.add_argument("--names-prefix", default="", help="put this before every account and group name")
     s.add_argument("--release", action="store_true", help="generate and release every assignment to the exchange")
+    s.add_argument("--lang", default=None, help="the edition the students get: zh_CN (the Chinese one; default: "
+                                                "$COURSE_LANG, else English, or what an earlier set-up chose)")
     s.add_argument("--lock-checkout", action="store_true",
                    help="chmod o-rwx this checkout: students must not read source/ or instructor/ (make hub does)")
     s.add_argument("--due", action="append", default=[], metavar="ASSIGNMENT=WHEN",
@@ -849,7 +878,8 @@ def main(argv: list[str] | None = None) -> int:
                 due[name.strip()] = when
             hub, made = setup(args.prefix, names_prefix=args.names_prefix, demo=args.demo,
                               demo_password=args.demo_password, roster=args.roster, port=args.port, ip=args.ip,
-                              release=args.release, lock_repo=args.lock_checkout, due=due)
+                              release=args.release, lock_repo=args.lock_checkout, due=due,
+                              lang=args.lang if args.lang is not None else os.environ.get("COURSE_LANG"))
             for name, when in due.items():
                 print(f"  {name} due {_show_due(None if when.strip().lower() == 'none' else parse_due(when))}")
             print(f"hub set up in {hub.root}: course {hub.course}, exchange {hub.exchange}, environment {hub.env}")
