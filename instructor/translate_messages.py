@@ -62,7 +62,8 @@ STUDENT_MODULES = ["autograder/checks.py", "autograder/check.py", "autograder/va
                    "autograder/cli.py", "autograder/handin.py", "autograder/runtime.py"]
 #: the grader's modules whose verdicts a student reads (beside instructor/hidden)
 GRADER_MODULES = ["instructor/engine/confirm.py", "instructor/engine/canonical.py", "instructor/engine/execute.py",
-                  "instructor/engine/pipeline.py", "instructor/engine/feedback.py", "instructor/classroom/report.py"]
+                  "instructor/engine/pipeline.py", "instructor/engine/feedback.py", "instructor/classroom/report.py",
+                  "instructor/classroom/cli.py"]
 #: lists of the grader's notes on a submission that its feedback page shows (``flags.append(...)``)
 NOTE_LISTS = re.compile(r"(flags|integrity)$")
 HIDDEN_BLOCK = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", re.M | re.S)

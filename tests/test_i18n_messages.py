@@ -446,3 +446,15 @@ def test_validate_speaks_the_notebooks_language_whatever_the_server_speaks(en):
     [entry] = reshape(json.loads(json.dumps(result)), nb)["failed"]
     assert entry["raw_error"] == raw and entry["source"].startswith("# the test of decode ")
     assert i18n.language() == "en"
+
+
+def test_selfgrades_last_line_in_the_notebooks_language():
+    from types import SimpleNamespace
+
+    from instructor.classroom.cli import _selfgrade_sentence
+
+    res = SimpleNamespace(auto_score=2.0, auto_max=8.0, manual_pending=3.0)
+    assert _selfgrade_sentence(res, "zh_CN") == (
+        "目前你拿到了自动评分 8 分中的 2 分；下一步试什么，看上面的表格（每道没通过的题目，信息最后都有一行“下一步”），"
+        "改好后再评一次。你的文字回答（3 分）在提交之后人工评分。")
+    assert _selfgrade_sentence(res).startswith("You have 2 of 8 autograded points so far;")

@@ -13,8 +13,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from autograder.i18n import N_
+
 from ..batch import course
 from ..batch.course import REPO, Problem
+from ..engine.i18n import translate_text, translate_verdict
 from ..layout import EDITIONS, LANG_ENV, edition_lang, edition_root, notebook_language
 from . import export
 
@@ -294,7 +297,11 @@ def cmd_selfgrade(args) -> int:
         return 2
 
     # the edition it was handed out in: --lang, else what the notebook says (only a language the course has)
-    root = edition_root(args.lang or notebook_language(nb))
+    lang = args.lang or notebook_language(nb)
+    root = edition_root(lang)
+
+    def tr(text: str) -> str:   # what the student reads, in the notebook's language
+        return translate_text(text, lang)
     found = course.recognise(nb, path.name)   # (assignment, the course's notebook name, how), or None
     if args.assignment:
         assignment, how = args.assignment, "because --assignment says so"
@@ -310,10 +317,11 @@ def cmd_selfgrade(args) -> int:
     # rough seconds on a busy 2-core machine (measured: selfgrade of a full-marks sample)
     about = {"00_orientation": 35, "01_version_counter": 45, "02_names_and_storage": 45,
              "03_yolo_head": 60, "04_in_the_wild": 75}.get(assignment, 60)
-    first = f"grading {path} as {assignment} (hidden tests included); about {about} s"
-    print(first, flush=True)
+    first = N_(f"grading {path} as {assignment} (hidden tests included); about {about} s")
+    print(tr(first), flush=True)
     if how != "from its file name":
-        print(f"  recognised as {assignment} {how}" + (f"; graded as {name}" if name != path.name else ""), flush=True)
+        print(tr(N_(f"  recognised as {assignment} {how}")) + (tr(N_(f"; graded as {name}")) if name != path.name else ""),
+              flush=True)
 
     done, t0 = threading.Event(), time.monotonic()
     tty = sys.stdout.isatty()
@@ -342,7 +350,7 @@ def cmd_selfgrade(args) -> int:
             ticker.join(timeout=2)
             if tty:
                 print("\r" + " " * 40 + "\r", end="")
-        print(f"graded in {time.monotonic() - t0:.0f} s", flush=True)
+        print(tr(N_(f"graded in {time.monotonic() - t0:.0f} s")), flush=True)
         if not res.ok:
             first, *rest = (res.error or "no reason was recorded").splitlines() or [""]
             print("\n".join([f"error: {path}: grading failed: {first}"] + [f"    {l}" for l in rest]), file=sys.stderr)
@@ -351,38 +359,42 @@ def cmd_selfgrade(args) -> int:
         print()
         for q in res.questions:
             if q.kind != "auto":
-                score = ("pending (graded by hand)" if q.score is None else
+                score = (N_("pending (graded by hand)") if q.score is None else
                          f"{q.score:g} / {q.max_score:g} (graded by hand{'; not answered' if q.score == 0 else ''})")
             else:
-                score = "pending" if q.score is None else f"{q.score:g} / {q.max_score:g}"
-            print(f"  {q.grade_id:<32} {score}")
+                score = N_("pending") if q.score is None else f"{q.score:g} / {q.max_score:g}"
+            print(f"  {q.grade_id:<32} {tr(score)}")
             if q.grade_id in failures:
+                failures[q.grade_id] = translate_verdict(failures[q.grade_id], lang)
                 for line in failures[q.grade_id].splitlines():
                     print(f"      {line}")
         for line in res.flags + res.integrity:
-            print(f"  note: {line}")
-        print(f"\nautograded total: {res.auto_score:g} / {res.auto_max:g}"
-              + (f"  (+ {res.manual_pending:g} point(s) graded by hand)" if res.manual_pending else ""))
+            print("  " + tr(N_("note:")) + " " + translate_verdict(line, lang))
+        print("\n" + tr(N_(f"autograded total: {res.auto_score:g} / {res.auto_max:g}"))
+              + ("  " + tr(N_(f"(+ {res.manual_pending:g} point(s) graded by hand)")) if res.manual_pending else ""))
         if os.environ.get("COURSE_SELFGRADE_JSON"):
             Path(os.environ["COURSE_SELFGRADE_JSON"]).write_text(json.dumps({
                 "notebook": str(path), "assignment": assignment, "recognised": how, "first_line": first,
                 "questions": [dict(grade_id=q.grade_id, score=q.score, max_score=q.max_score, kind=q.kind,
                                    message=failures.get(q.grade_id, "")) for q in res.questions],
                 "auto_score": res.auto_score, "auto_max": res.auto_max, "manual_pending": res.manual_pending,
-                "notes": res.flags + res.integrity}))
-    print(_selfgrade_sentence(res))
+                "notes": [translate_verdict(n, lang) for n in res.flags + res.integrity]}))
+    print(_selfgrade_sentence(res, lang))
     return 0   # graded, whatever the score: a partial score is an answer, not a failure of the command
 
 
-def _selfgrade_sentence(res) -> str:
-    """The last line of ``selfgrade``: where the student stands, in words."""
+def _selfgrade_sentence(res, lang: str | None = None) -> str:
+    """The last line of ``selfgrade``: where the student stands, in words (in the notebook's language)."""
     if res.auto_score >= res.auto_max:
-        text = f"You have all {res.auto_max:g} autograded points: every visible and hidden test passes."
+        text = translate_text(N_(f"You have all {res.auto_max:g} autograded points: every visible and hidden test "
+                                 "passes."), lang)
     else:
-        text = (f"You have {res.auto_score:g} of {res.auto_max:g} autograded points so far; see the table above "
-                "for what to try next (each failing question's message ends with it), then grade it again.")
+        text = translate_text(N_(f"You have {res.auto_score:g} of {res.auto_max:g} autograded points so far; see the "
+                                 "table above for what to try next (each failing question's message ends with it), "
+                                 "then grade it again."), lang)
     if res.manual_pending:
-        text += f" Your written answers ({res.manual_pending:g} points) are graded by hand after you hand in."
+        text += ("" if lang and lang != "en" else " ") + translate_text(N_(f"Your written answers ({res.manual_pending:g} points) are graded by hand "
+                                        "after you hand in."), lang)
     return text
 
 
