@@ -42,7 +42,7 @@ LANGS = ("zh_CN",)
 DEFAULT_LANG = "zh_CN"
 CATALOGUES = REPO / "i18n"
 #: Comments that are machinery, not prose: nbgrader's solution markers, linters' pragmas.
-_MACHINE_COMMENT = re.compile(r"^#+\s*(BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS|"
+_MACHINE_COMMENT = re.compile(r"^#+\s*(i18n\b|BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS|"
                               r"YOUR CODE HERE|noqa|type:|pragma|fmt:)", re.I)
 _FENCE = re.compile(r"^(\s*)(```|~~~)")
 KIND_NOTE = {
@@ -112,7 +112,7 @@ def _python_for_parsing(src: str) -> str:
 
 
 def _code_units(src: str, base: int = 0) -> list[tuple[str, int, int, str]]:
-    """(kind, start, end, text) for the comments, print arguments and docstrings of Python source."""
+    """(kind, start, end, text) for the comments and display strings (:func:`_display_strings`) of Python source."""
     parsed = _python_for_parsing(src)
     starts = _offsets(parsed)
     found: list[tuple[str, int, int, str]] = []
@@ -139,23 +139,52 @@ def _code_units(src: str, base: int = 0) -> list[tuple[str, int, int, str]]:
         return (starts[node.lineno - 1] + _col(parsed, starts, node.lineno, node.col_offset),
                 starts[node.end_lineno - 1] + _col(parsed, starts, node.end_lineno, node.end_col_offset))
 
-    strings: list[ast.AST] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
-            for arg in node.args:
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) or isinstance(arg, ast.JoinedStr):
-                    strings.append(arg)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
-                    and isinstance(first.value.value, str):
-                strings.append(first.value)
+    strings = _display_strings(tree, parsed)
     for node in strings:
         a, b = span(node)
         text = parsed[a:b]
         if re.search(r"[A-Za-z]{2}", _literal_words(node)):
             found.append(("string", base + a, base + b, src[a:b]))
     return sorted(found, key=lambda u: u[1])
+
+
+#: Keyword arguments whose string is shown to a reader (matplotlib's labels and titles, ipywidgets' texts).
+DISPLAY_KWARGS = {"label", "title", "xlabel", "ylabel", "suptitle", "description", "tooltip", "placeholder"}
+#: A line of code whose string literals are all text a reader sees (a label in a list that is printed later):
+#: the author marks it with this comment at its end; the marker itself is never translated.
+DISPLAY_PRAGMA = re.compile(r"#\s*i18n\b")
+
+
+def _is_text(node: ast.AST) -> bool:
+    return isinstance(node, ast.JoinedStr) or isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def _display_strings(tree: ast.AST, parsed: str) -> list[ast.AST]:
+    """The string literals of a program that a reader sees: print's arguments, docstrings, display keyword
+    arguments, and every string on a line marked ``# i18n``. Their positions are the program's, so the same
+    rule picks the same literals in a translated cell (what :func:`same_program` blanks)."""
+    marked = {n + 1 for n, line in enumerate(parsed.splitlines()) if DISPLAY_PRAGMA.search(line)}
+    inside_fstring = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr)
+                      for v in ast.walk(node) if v is not node}
+    found: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name) and node.func.id == "print":
+                found += [a for a in node.args if _is_text(a)]
+            found += [k.value for k in node.keywords if k.arg in DISPLAY_KWARGS and _is_text(k.value)]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                found.append(first.value)
+        if marked and _is_text(node) and id(node) not in inside_fstring and node.lineno in marked:
+            found.append(node)
+    seen, out = set(), []
+    for node in found:
+        if id(node) not in seen:
+            seen.add(id(node))
+            out.append(node)
+    return out
 
 
 def _col(text: str, starts: list[int], lineno: int, col: int) -> int:
@@ -307,17 +336,18 @@ def translate_notebook(nb: dict, table: dict[str, str], name: str, lang: str = D
 
 
 def _program_dump(src: str) -> str:
-    """The program without what a reader reads: print arguments and docstrings blanked, comments gone."""
-    tree = ast.parse(_python_for_parsing(src))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
-            node.args = [ast.Constant("") if isinstance(a, (ast.Constant, ast.JoinedStr)) and
-                         (isinstance(a, ast.JoinedStr) or isinstance(a.value, str)) else a for a in node.args]
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-                first.value = ast.Constant("")
-    return ast.dump(tree)
+    """The program without what a reader reads: its display strings (:func:`_display_strings`) blanked,
+    comments gone."""
+    parsed = _python_for_parsing(src)
+    tree = ast.parse(parsed)
+    blank = {id(n) for n in _display_strings(tree, parsed)}
+
+    class Blank(ast.NodeTransformer):
+        def visit(self, node):
+            if id(node) in blank:
+                return ast.Constant("")
+            return super().visit(node)
+    return ast.dump(Blank().visit(tree))
 
 
 def same_program(english: str, translated: str, where: str) -> None:
