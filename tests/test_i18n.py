@@ -98,6 +98,15 @@ def test_a_changed_english_text_fails_the_check_and_the_build_names_it(fake, tmp
         edition.build_edition(LANG, root)
     assert "This sentence is new." in str(err.value) and "00_orientation.ipynb" in str(err.value)
     assert not list((root / LANG / "source").rglob("*.ipynb")), "a refused build wrote notebooks (a fallback)"
+    # the command `python -m autograder release --lang zh_CN` runs first, on this copy
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "instructor.edition", "build", "--lang", LANG, "--root", str(root)],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1 and "This sentence is new." in out.stderr and "00_orientation.ipynb" in out.stderr, \
+        out.stdout + out.stderr
+    assert not list((root / LANG / "source").rglob("*.ipynb"))
 
 
 # --------------------------------------------------------------------------- (b) the glossary
@@ -462,6 +471,15 @@ def test_the_release_carries_the_chinese_stub_and_the_language(fake):
         assert answers and all("# 在这里写你的代码" in c.source and STUB_MESSAGE_ZH_CN in c.source for c in answers), a
         assert notebook_language(nb) == LANG
         assert "BEGIN SOLUTION" not in json.dumps(nb) and "BEGIN HIDDEN TESTS" not in json.dumps(nb)
+
+
+def test_the_kernel_is_given_a_language_code_and_nothing_else():
+    from instructor.sandbox.kernel import kernel_language
+
+    assert kernel_language({"COURSE_LANG": "zh_CN", "OTHER": "x"}) == {"COURSE_LANG": "zh_CN"}
+    for bad in ("", "zh_CN; rm -rf /", "../../x", "zh_CN\nPATH=/tmp", "x" * 40):
+        assert kernel_language({"COURSE_LANG": bad}) == {}, bad
+    assert kernel_language(None) == {} and kernel_language({}) == {}
 
 
 def test_a_student_cannot_pick_a_language_the_course_lacks():
