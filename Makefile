@@ -12,7 +12,9 @@ export PYTHONHASHSEED := 0
 PYTEST_PARALLEL ?= -n 2 --dist loadscope --no-loadscope-reorder
 # COURSE_LANG=zh_CN: release, demo, lab and hub run the Chinese edition (zh_CN/, README 中文版); empty: English.
 COURSE_LANG ?=
+ifneq ($(strip $(COURSE_LANG)),)
 export COURSE_LANG
+endif
 LANG_ARG := $(if $(COURSE_LANG),--lang $(COURSE_LANG))
 
 .PHONY: help setup demo test test-fast lab lab-instructor release selfgrade lock train screenshots clean bench bench-grading sandbox-check gpu-check
