@@ -20,9 +20,11 @@ def instructor_available() -> bool:
 def use_instructor_side() -> None:
     """Put the repository root on ``sys.path`` so ``import instructor`` works from any folder."""
     if not instructor_available():
-        raise SystemExit("error: the grading commands (release, grade, selfgrade, demo) need the whole course "
-                         "repository (its instructor/ folder); this is a student install of 'autograder'. "
-                         "Clone the repository and run them from there.")
+        from .i18n import _
+
+        raise SystemExit(_("error: the grading commands (release, grade, selfgrade, demo) need the whole course "
+                           "repository (its instructor/ folder); this is a student install of 'autograder'. "
+                           "Clone the repository and run them from there."))
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
 

@@ -18,6 +18,7 @@ import os
 import sys
 
 from .checks import CheckFailed
+from .i18n import _
 
 __all__ = ["confirmed", "HiddenTestFailed"]
 
@@ -37,17 +38,17 @@ def confirmed(grade_id: str) -> None:
             with open(path) as f:
                 verdict = json.load(f).get(grade_id)
         except (OSError, ValueError) as err:
-            raise CheckFailed(f"the grader's verdicts could not be read ({err}); ask your instructor") from None
+            raise CheckFailed(_(f"the grader's verdicts could not be read ({err}); ask your instructor")) from None
         if verdict is None:
-            raise CheckFailed(f"no confirmation for '{grade_id}': the hidden checks of this question did not run")
+            raise CheckFailed(_(f"no confirmation for '{grade_id}': the hidden checks of this question did not run"))
         if not verdict["passed"]:
             raise HiddenTestFailed(verdict["message"]) from None
         return
     from .cli import instructor_available, use_instructor_side
 
     if not instructor_available():
-        print(f"(hidden tests of '{grade_id}' run when the notebook is graded: "
-              "python -m autograder selfgrade NOTEBOOK in a clone of the course)")
+        print(_(f"(hidden tests of '{grade_id}' run when the notebook is graded: "
+                "python -m autograder selfgrade NOTEBOOK in a clone of the course)"))
         return
     use_instructor_side()
     from instructor.hidden import run_in_process
