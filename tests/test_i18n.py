@@ -633,3 +633,43 @@ def test_a_hub_for_the_chinese_class_serves_the_chinese_edition(tmp_path):
             assert not _tree_differences(root / LANG / d, hub.course / d), d
         assert notebook_language(json.loads(got.read_text())) == LANG and STUB_MESSAGE_ZH_CN in stub
         assert (hub.course / "nbgrader_config.py").read_text().count("the zh_CN edition") == 1
+
+
+# --------------------------------------------------------------------------- Binder and Colab links to the Chinese edition
+
+def _course_links():
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("course_links", REPO / "scripts" / "course_links.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["course_links"] = module   # its dataclass looks itself up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_chinese_edition_gets_its_own_links_once_the_course_is_published():
+    links = _course_links()
+    placeholder = links.read_setting(REPO / "pyproject.toml")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    if placeholder.placeholder:   # not published: no link anywhere in the edition, the README names the setting
+        assert links.render_readme(readme, placeholder) == readme
+        block = readme.split("<!-- course_links:badges-zh_CN -->")[1].split("<!-- /course_links:badges-zh_CN -->")[0]
+        assert "[tool.inplace-course]" in block and "mybinder" not in block and HAN.search(block)
+        for nb in links.notebooks(REPO, ("source", "release", "notebooks")):
+            lines = "".join(json.loads(nb.read_text())["cells"][0]["source"]).split("\n")
+            assert not any(links.NOTEBOOK_LINE.match(l) for l in lines), nb
+    s = links.Setting("example-teacher", "autograd-course", "spring")
+    badges = links.readme_blocks(s)["badges-zh_CN"]
+    assert s.binder("zh_CN/notebooks/00_start_here.ipynb") in badges
+    assert s.colab("zh_CN/notebooks/00_start_here.ipynb") in badges
+    src = REPO / LANG / "source" / "03_yolo_head" / "03_yolo_head.ipynb"
+    assert links.student_path(REPO, src) == "zh_CN/release/03_yolo_head/03_yolo_head.ipynb"
+    line = links.notebook_line(s, links.student_path(REPO, src))
+    assert links.NOTEBOOK_LINE.match(line) and HAN.search(line)
+    assert f"({s.colab('zh_CN/release/03_yolo_head/03_yolo_head.ipynb')})" in line
+    assert links.notebook_line(s, "release/03_yolo_head/03_yolo_head.ipynb").startswith("**[Open in Colab]")
+    # the edition's build writes it under the title, once
+    once = links.render_notebook(src.read_text(), line, "nb")
+    first = "".join(json.loads(once)["cells"][0]["source"]).split("\n")
+    assert first[0].startswith("# ") and first[2] == line and links.render_notebook(once, line, "nb") == once
