@@ -208,12 +208,14 @@ def render_notebook(text: str, line: str, where: str) -> str:
 
 
 def notebooks(root: Path, kinds=("source", "notebooks")) -> list[Path]:
-    """The English edition's notebooks of these kinds, then each other edition's (``zh_CN/...``)."""
+    """The English edition's notebooks of these kinds, then each other edition's (``zh_CN/...``) source and
+    lessons: an edition's release is checked whole, links included, by tests/test_i18n.py (it is rebuilt,
+    never carried over by hand)."""
     found = []
     for base in [root] + [root / e for e in EDITIONS]:
         if "source" in kinds:
             found += sorted((base / "source").glob("*/*.ipynb"))
-        if "release" in kinds:
+        if "release" in kinds and base == root:
             found += sorted((base / "release").glob("*/*.ipynb"))
         if "notebooks" in kinds:
             found += sorted((base / "notebooks").glob("*.ipynb"))

@@ -656,7 +656,7 @@ def test_the_chinese_edition_gets_its_own_links_once_the_course_is_published():
         assert links.render_readme(readme, placeholder) == readme
         block = readme.split("<!-- course_links:badges-zh_CN -->")[1].split("<!-- /course_links:badges-zh_CN -->")[0]
         assert "[tool.inplace-course]" in block and "mybinder" not in block and HAN.search(block)
-        for nb in links.notebooks(REPO, ("source", "release", "notebooks")):
+        for nb in links.notebooks(REPO, ("source", "release", "notebooks")) + sorted(ZH.glob("release/*/*.ipynb")):
             lines = "".join(json.loads(nb.read_text())["cells"][0]["source"]).split("\n")
             assert not any(links.NOTEBOOK_LINE.match(l) for l in lines), nb
     s = links.Setting("example-teacher", "autograd-course", "spring")
