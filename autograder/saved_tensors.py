@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from .i18n import N_
+
 __all__ = ["VERSION_PROGRAM", "version_program_text", "measure_version_program", "wrong_steps", "decode_constants"]
 
 # --------------------------------------------------------------------------- the version program
@@ -62,9 +64,9 @@ def wrong_steps(predicted, measured) -> list[str]:
         if n > 1 and counts_on:
             step, real_step = mine - predicted[n - 2], real - measured[n - 2][0]
             if step != real_step:
-                wrong.append(f"line {n}: you predict {step:+d} (to {mine}); it moves the counter {real_step:+d}")
+                wrong.append(N_(f"line {n}: you predict {step:+d} (to {mine}); it moves the counter {real_step:+d}"))
         elif mine != real:
-            wrong.append(f"line {n}: you predict {mine}; it is {real}")
+            wrong.append(N_(f"line {n}: you predict {mine}; it is {real}"))   # translated where it is shown
     return wrong
 
 

@@ -458,3 +458,17 @@ def test_selfgrades_last_line_in_the_notebooks_language():
         "目前你拿到了自动评分 8 分中的 2 分；下一步试什么，看上面的表格（每道没通过的题目，信息最后都有一行“下一步”），"
         "改好后再评一次。你的文字回答（3 分）在提交之后人工评分。")
     assert _selfgrade_sentence(res).startswith("You have 2 of 8 autograded points so far;")
+
+
+def test_a_version_prediction_test_reads_chinese_step_by_step(zh):
+    from autograder.saved_tensors import VERSION_PROGRAM
+
+    source = _test_cell("01_version_counter", "predict_versions_tests")
+    ns = {"predict_versions": lambda: [0] * len(VERSION_PROGRAM)}
+    exec("from autograder.saved_tensors import VERSION_PROGRAM, measure_version_program, wrong_steps", ns)
+    lines = _run_cell(source, ns).splitlines()
+    step = r"第 \d+ 行：你预测 ([+-]\d+（到 0）；实际计数器变化 [+-]\d+|0；实际是 \d+)"
+    assert re.fullmatch(r"你的预测有 \d+ 步不对", lines[0]), lines
+    assert re.fullmatch("  实际\u3000：" + step, lines[1]), lines
+    assert lines[2].startswith("  下一步：对这些行逐一问自己："), lines
+    assert all(re.fullmatch("  " + step, line) or line.startswith("  （还有 ") for line in lines[3:]), lines
