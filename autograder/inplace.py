@@ -59,6 +59,8 @@ from typing import Any, Callable, Iterable
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
 
+from .i18n import N_
+
 __all__ = [
     "locate_inplace", "InplaceLocator", "run_located", "assert_no_inplace_on_saved",
     "assert_no_write_on_saved", "InplaceOnSavedError", "parse_version_error", "VersionError", "explain",
@@ -819,8 +821,8 @@ def _format_saved(record: SavedTensor, parsed: VersionError | None, header: str,
     dtype = str(record.dtype).replace("torch.", "")
     keeps = "its result" if record.role == "result" else f"its input '{record.role}'"
     lines = [header,
-             f"  In short: saved at version {record.version} by {record.op} at "
-             f"{_where(record.site)}; written at {joined}.",
+             N_(f"  In short: saved at version {record.version} by {record.op} at "
+                f"{_where(record.site)}; written at {joined}."),   # translated where a failure shows it
              f"  Tensor:  {dtype}, shape {list(record.shape)}, on {record.device}"
              + (f" (PyTorch calls it output {parsed.output_index} of {parsed.node})"
                 if parsed and parsed.node else ""),
@@ -1136,8 +1138,8 @@ def _format_hidden(record: SavedTensor, header: str) -> str:
     dtype = str(record.dtype).replace("torch.", "")
     keeps = "its result" if record.role == "result" else f"its input '{record.role}'"
     lines = [header,
-             f"  In short: saved by {record.op} at {_where(record.site)}; written at {joined}, where autograd "
-             "cannot see it.",
+             N_(f"  In short: saved by {record.op} at {_where(record.site)}; written at {joined}, where autograd "
+                "cannot see it."),
              f"  Tensor:  {dtype}, shape {list(record.shape)}, on {record.device}",
              f"  Saved:   {record.op} at {_where(record.site)} kept {keeps} for backward (node {record.node}):"]
     shown: set = set()

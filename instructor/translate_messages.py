@@ -60,7 +60,7 @@ NOT_MESSAGE_CALLS = {"startswith", "endswith", "get", "split", "partition", "rpa
                      "getattr", "isinstance", "splitlines", "format"}
 STUDENT_MODULES = ["autograder/checks.py", "autograder/check.py", "autograder/validate_view.py",
                    "autograder/cli.py", "autograder/handin.py", "autograder/runtime.py", "autograder/verdicts.py",
-                   "autograder/saved_tensors.py"]
+                   "autograder/saved_tensors.py", "autograder/inplace.py"]
 #: the grader's modules whose verdicts a student reads (beside instructor/hidden)
 GRADER_MODULES = ["instructor/engine/confirm.py", "instructor/engine/canonical.py", "instructor/engine/execute.py",
                   "instructor/engine/pipeline.py", "instructor/engine/feedback.py", "instructor/classroom/report.py",
