@@ -17,7 +17,7 @@ NB_EXT = ".ipynb"
 RESTAMP_NOTE = "restamped.txt"
 
 __all__ = ["REPO", "NB_EXT", "assignments", "source_notebooks", "notebook_owner", "gradebook_layout", "load_config",
-           "EDITIONS", "LANG_ENV", "edition_lang", "edition_root", "notebook_language",
+           "EDITIONS", "LANG_ENV", "edition_lang", "edition_root", "folder_edition", "notebook_language",
            "nbgrader_meta", "is_test_cell", "test_cell_ids"]
 
 
@@ -109,6 +109,13 @@ def edition_root(lang: str | None, root: Path = REPO) -> Path:
     """The course folder of an edition: the repository for English, ``<root>/<lang>`` otherwise."""
     lang = edition_lang(lang)
     return Path(root) if lang is None else Path(root) / lang
+
+
+def folder_edition(folder: Path) -> str | None:
+    """The edition whose course folder ``folder`` is (``zh_CN`` for the repository's ``zh_CN/``), else None:
+    grading there takes its assignments from it, never copies the English ones over them."""
+    here = Path(folder).resolve()
+    return next((lang for lang in EDITIONS if (REPO / lang).resolve() == here), None)
 
 
 def notebook_language(nb) -> str | None:

@@ -673,3 +673,13 @@ def test_the_chinese_edition_gets_its_own_links_once_the_course_is_published():
     once = links.render_notebook(src.read_text(), line, "nb")
     first = "".join(json.loads(once)["cells"][0]["source"]).split("\n")
     assert first[0].startswith("# ") and first[2] == line and links.render_notebook(once, line, "nb") == once
+
+
+def test_grading_in_the_chinese_course_folder_takes_its_assignments_from_it(tmp_path):
+    """formgrader (make lab-instructor with COURSE_LANG=zh_CN), ``grade --workdir zh_CN`` and ``demo --course
+    zh_CN`` grade with the Chinese source: the English source/ is never copied over zh_CN/source/."""
+    from instructor.classroom.formgrader import _assignments_root
+    from instructor.layout import folder_edition
+
+    assert folder_edition(ZH) == LANG and folder_edition(REPO) is None and folder_edition(tmp_path) is None
+    assert _assignments_root(ZH) == ZH and _assignments_root(REPO) == REPO and _assignments_root(tmp_path) == REPO

@@ -18,7 +18,7 @@ from autograder.i18n import N_
 from ..batch import course
 from ..batch.course import REPO, Problem
 from ..engine.i18n import translate_text, translate_verdict
-from ..layout import EDITIONS, LANG_ENV, edition_lang, edition_root, notebook_language
+from ..layout import EDITIONS, LANG_ENV, edition_lang, edition_root, folder_edition, notebook_language
 from . import export
 
 GRADE_HELP = """\
@@ -227,7 +227,8 @@ def _import_handins(src: Path, lms: str, roster: list | None, outdir: Path):
 
 def cmd_grade(args) -> int:
     src = Path(args.submissions)
-    root = edition_root(args.lang)
+    # the edition: --lang, else the one whose folder --workdir is (never the English source copied over zh_CN/)
+    root = edition_root(args.lang or (folder_edition(args.workdir) if args.workdir else None))
     workdir = Path(args.workdir) if args.workdir else root
     roster = None
     if args.roster:
@@ -498,8 +499,10 @@ def demo_mismatches(chosen: list, results: list[course.Result]) -> list[str]:
 def cmd_demo(args) -> int:
     """Release, autograde a handful of sample submissions (``--full``: all of them), print the grade table."""
     t0 = time.perf_counter()
-    root = edition_root(args.lang)
-    workdir = Path(args.workdir or REPO / "grading" / ("demo-" + args.lang if args.lang else "demo")).resolve()
+    # the edition: --lang, else the one whose folder --course is (never the English source copied over zh_CN/)
+    lang = args.lang or (folder_edition(args.course) if args.course else None)
+    root = edition_root(lang)
+    workdir = Path(args.workdir or REPO / "grading" / ("demo-" + lang if lang else "demo")).resolve()
     marker = workdir / ".course-demo"
     if workdir.exists() and any(workdir.iterdir()):
         if not marker.exists():
@@ -512,9 +515,9 @@ def cmd_demo(args) -> int:
     incoming, course_dir = workdir / "incoming", Path(args.course or root).resolve()
     print(f"== 1/3 submissions: {'every sample' if args.full else 'a handful of samples'} -> {incoming}")
     chosen = _demo_submissions(incoming, args.full, args.students)
-    if args.lang:
-        _to_edition(incoming, args.lang)
-        print(f"  each moved onto the {args.lang} edition's release notebook (its answers byte for byte)")
+    if lang:
+        _to_edition(incoming, lang)
+        print(f"  each moved onto the {lang} edition's release notebook (its answers byte for byte)")
     print(f"{len(chosen)} notebook(s); `demo --full` grades all "
           f"{sum(1 for _ in (REPO / 'tests' / 'samples').glob('*/*.py'))} samples")
     subs, problems = course.collect_submissions(incoming, root)
@@ -536,7 +539,7 @@ def cmd_demo(args) -> int:
               "`# expect:` line says (listed above); the grades, flags and reasons are in "
               f"{workdir / 'grades.csv'}", file=sys.stderr)
         return 1
-    lab = "make lab-instructor" + (f" with COURSE_LANG={args.lang}" if args.lang else "")
+    lab = "make lab-instructor" + (f" with COURSE_LANG={lang}" if lang else "")
     where = lab if course_dir == root.resolve() else f"formgrader with its course folder at {course_dir}"
     print(f"demo finished in {took:.0f} s: all {len(chosen)} sample(s) were graded as their `# expect:` lines say; "
           f"the grades are in formgrader ({where}), the feedback under {course_dir / 'feedback'}")

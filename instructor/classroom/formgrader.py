@@ -76,6 +76,14 @@ PIPELINE = ("Graded by the course's trusted pipeline, as `python -m autograder g
 
 # --------------------------------------------------------------------------- the worker process
 
+def _assignments_root(course_root: Path) -> Path:
+    """Where the course folder's assignments come from: an edition's own folder when formgrader serves it
+    (``zh_CN/``: grading there must never copy the English source/ over the Chinese), else the repository."""
+    from ..layout import edition_root, folder_edition
+
+    return edition_root(folder_edition(course_root), REPO)
+
+
 def _submissions(course_root: Path, assignment: str, student: str | None):
     """The submissions of ``assignment`` (one student, or all) in the course folder's ``submitted/``,
     checked by :func:`course.collect_submissions`, with the problems that concern them."""
@@ -84,7 +92,7 @@ def _submissions(course_root: Path, assignment: str, student: str | None):
     def mine(s: str | None, a: str | None) -> bool:
         return a == assignment and (student is None or s == student)
 
-    subs, problems = course.collect_submissions(course_root / "submitted", root=REPO)
+    subs, problems = course.collect_submissions(course_root / "submitted", root=_assignments_root(course_root))
     return ([s for s in subs if mine(s.student, s.assignment)],
             [p for p in problems if mine(getattr(p, "student", None), getattr(p, "assignment", None))])
 
@@ -166,7 +174,8 @@ def pipeline(course_root: Path, assignment: str, student: str | None, action: st
                 log.append(f"{sub.student}/{sub.assignment}: feedback from the gradebook failed ({err}); grading again")
     todo = [s for s in subs if (s.student, s.assignment) not in results]
     if todo:
-        for res in course.grade(todo, course_root, feedback=action == "feedback", progress=False, root=REPO,
+        for res in course.grade(todo, course_root, feedback=action == "feedback", progress=False,
+                                root=_assignments_root(course_root),
                                 force=True):
             results[(res.student, res.assignment)] = (res, "graded now")
     failed = []
