@@ -24,8 +24,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["LANGUAGES", "LABELS", "language", "set_language", "translate", "translate_message", "_", "N_",
-           "speaking", "notebook_language", "metadata_language", "Catalogue", "load_catalogue", "catalogue", "catalogue_path", "template_fields", "label_lines"]
+__all__ = ["LANGUAGES", "LABELS", "language", "set_language", "speaking", "notebook_language", "metadata_language",
+           "translate", "translate_message", "_", "N_", "Catalogue", "load_catalogue", "catalogue", "catalogue_path",
+           "template_fields", "label_lines"]
 
 LANGUAGES = ("en", "zh_CN")
 DOMAIN = "autograder"
@@ -35,12 +36,12 @@ MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024   # a notebook larger than this is not rea
 #: the course's layout labels (autograder.checks.fail), as the English lines start, and in Chinese.
 #: The Chinese labels are aligned for a monospace font: an ideographic space (U+3000) is as wide as a character.
 LABELS = {
-    "for input": ("  for input: ", "  输入\u3000：", "输入"),
-    "expected": ("  expected : ", "  期望\u3000：", "期望"),
-    "got": ("  got      : ", "  实际\u3000：", "实际"),
-    "got :": ("  got : ", "  实际\u3000：", "实际"),
-    "try next": ("  try next : ", "  下一步：", "下一步"),
-    "detail": ("  detail   : ", "  详情\u3000：", "详情"),
+    "for input": ("  for input: ", "  输入\u3000："),
+    "expected": ("  expected : ", "  期望\u3000："),
+    "got": ("  got      : ", "  实际\u3000："),
+    "got :": ("  got : ", "  实际\u3000："),
+    "try next": ("  try next : ", "  下一步："),
+    "detail": ("  detail   : ", "  详情\u3000："),
 }
 #: an error's type before its message: "CheckFailed: ...", "HandinRefused: ..."
 _ERROR_PREFIX = re.compile(r"^(\w+(?:Error|Failed|Refused|NotFound): )(.+)$", re.S)
@@ -346,7 +347,7 @@ def translate_message(message: str, lang: str | None = None, cat: Catalogue | No
     cat = cat if cat is not None else catalogue(lang)
     out = []
     for k, line in enumerate(message.split("\n")):
-        for key, (english, chinese, _short) in LABELS.items():
+        for key, (english, chinese) in LABELS.items():
             if line.startswith(english):
                 value = line[len(english):]
                 value = translate(value, lang, cat,

@@ -9,11 +9,16 @@ and keeps the catalogues in step with the code, the gettext way:
   package): the string literals and f-strings given to :mod:`autograder.checks`' functions in the code
   cells of the English assignments (``source/*/*.ipynb``, their hidden-test blocks left out) and lessons
   (``notebooks/*.ipynb``); ``autograder/checks.py``'s own message templates; and the texts marked with
-  ``_()`` / ``N_()`` / ``translate()`` in the student modules that print (check, validate_view, cli,
-  handin, runtime).
+  ``_()`` / ``N_()`` / ``translate()`` in the student modules that print (:data:`STUDENT_MODULES`: check,
+  validate_view, cli, handin, runtime, verdicts, saved_tensors, inplace).
 * **grader catalogue** ``instructor/locale/<lang>.po``: the hidden checks' messages (``instructor/hidden``,
-  the hidden-test blocks of the source notebooks), never shipped to students; only those the student
-  catalogue does not already hold.
+  the hidden-test blocks of the source notebooks) and the grader's own texts a student or an instructor
+  reads (:data:`GRADER_MODULES`: confirm's verdicts, the notes on a submission, the feedback page's,
+  selfgrade's lines, the class report), never shipped to students; only those the student catalogue
+  does not already hold. :mod:`instructor.engine.i18n` applies it where a verdict is shown.
+
+A text marked ``N_()`` is extracted but stays English where the code reads it; it is translated where
+it is shown. The grader judges in English; the gradebook, the ledger and the report's data keep English.
 
 An f-string becomes a template (flag ``python-brace-format``): its fields are the expressions' source
 (``{len(wrong)}``), literal braces doubled; a translation keeps the same fields. A multi-line message in
