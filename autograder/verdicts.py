@@ -54,5 +54,9 @@ def confirmed(grade_id: str) -> None:
     from instructor.hidden import run_in_process
 
     verdict = run_in_process(grade_id, sys._getframe(1).f_globals)
-    if not verdict.passed:
-        raise HiddenTestFailed(verdict.message) from None
+    if not verdict.passed:   # in the notebook's language, the hidden checks' texts included (the grader's catalogue)
+        from instructor.engine.i18n import translate_verdict
+
+        from .i18n import language
+
+        raise HiddenTestFailed(translate_verdict(verdict.message, language())) from None

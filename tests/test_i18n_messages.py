@@ -472,3 +472,18 @@ def test_a_version_prediction_test_reads_chinese_step_by_step(zh):
     assert re.fullmatch("  实际\u3000：" + step, lines[1]), lines
     assert lines[2].startswith("  下一步：对这些行逐一问自己："), lines
     assert all(re.fullmatch("  " + step, line) or line.startswith("  （还有 ") for line in lines[3:]), lines
+
+
+def test_a_hidden_check_run_in_a_chinese_source_notebook_reads_chinese(zh):
+    """An instructor running the Chinese source notebook: confirmed() judges in this process and shows the
+    verdict with the grader's catalogue too (the student catalogue alone leaves the hidden texts English)."""
+    import torch
+
+    from autograder.verdicts import HiddenTestFailed
+
+    ns = {"environment_report": lambda: {"torch": torch.__version__, "device": 1, "cuda": torch.cuda.is_available()}}
+    with pytest.raises(HiddenTestFailed) as err:
+        exec("from autograder.verdicts import confirmed\nconfirmed('environment_report_tests')", ns)
+    lines = str(err.value).splitlines()
+    assert lines[0] == "report['device'] 不是字符串" and lines[1] == "  输入\u3000：environment_report()", lines
+    assert lines[-1] == "  下一步：一个字符串：course_device().type 给出 'cuda' 或 'cpu'。"
