@@ -345,10 +345,10 @@ def update(lang: str = DEFAULT_LANG, root: Path = REPO) -> list[str]:
             + update_catalogue(grader_catalogue_path(lang, root), grader, lang, "hidden checks"))
 
 
-def hidden_leaks(catalogue: Path, root: Path = REPO) -> list[str]:
+def hidden_leaks(catalogue: Path, root: Path = REPO, extracted=None) -> list[str]:
     """The msgids of a student catalogue that only the hidden checks say (students must never read
-    them in the package they install): [] when none."""
-    student, grader = extract(root)
+    them in the package they install): [] when none. ``extracted``: :func:`extract`'s result, if at hand."""
+    student, grader = extracted or extract(root)
     po = polib.pofile(str(catalogue)) if catalogue.is_file() else []
     return [e.msgid for e in po if e.msgid in grader and e.msgid not in student]
 
@@ -362,7 +362,7 @@ def check(lang: str = DEFAULT_LANG, root: Path = REPO) -> list[str]:
     student, grader = extract(root)
     rel_student = student_catalogue_path(lang, root).relative_to(root).as_posix()
     problems = [f"{rel_student}: a hidden check's text in the student package (move it to the grader's "
-                f"catalogue): {m!r}" for m in hidden_leaks(student_catalogue_path(lang, root), root)]
+                f"catalogue): {m!r}" for m in hidden_leaks(student_catalogue_path(lang, root), root, (student, grader))]
     for path, messages in ((student_catalogue_path(lang, root), student), (grader_catalogue_path(lang, root), grader)):
         po = {e.msgid: e for e in polib.pofile(str(path))} if path.is_file() else {}
         rel = path.relative_to(root).as_posix()
