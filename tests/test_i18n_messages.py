@@ -488,3 +488,38 @@ def test_a_hidden_check_run_in_a_chinese_source_notebook_reads_chinese(zh):
     lines = str(err.value).splitlines()
     assert lines[0] == "report['device'] 不是字符串" and lines[1] == "  输入\u3000：environment_report()", lines
     assert lines[-1] == "  下一步：一个字符串：course_device().type 给出 'cuda' 或 'cpu'。"
+
+
+def test_the_language_from_ipythons_session_and_from_colab(tmp_path, monkeypatch, en):
+    import sys
+    import types
+
+    import IPython
+
+    zh_nb = _notebook(tmp_path / "a.ipynb", "zh_CN")
+    shell = types.SimpleNamespace(user_ns={"__session__": str(zh_nb)})   # what IPython sets in a notebook
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    assert i18n.language() == "zh_CN"
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)
+    # Colab: no file; the notebook comes from Colab's frontend (a fake of its private API here)
+    calls = []
+
+    def blocking_request(kind, timeout_sec=None):
+        calls.append(kind)
+        return {"ipynb": {"metadata": {"course": {"language": "zh_CN"}}, "cells": []}}
+
+    google, colab, message = (types.ModuleType(n) for n in ("google", "google.colab", "google.colab._message"))
+    message.blocking_request = blocking_request
+    colab._message, google.colab = message, colab
+    monkeypatch.setitem(sys.modules, "google", google)
+    monkeypatch.setitem(sys.modules, "google.colab", colab)
+    monkeypatch.setitem(sys.modules, "google.colab._message", message)
+    i18n.set_language(None)
+    assert i18n.language() == "zh_CN" and calls == ["get_ipynb"]
+
+    def broken(kind, timeout_sec=None):
+        raise TimeoutError("the frontend did not answer")
+
+    message.blocking_request = broken
+    i18n.set_language(None)
+    assert i18n.language() == "en"   # never an error: English
