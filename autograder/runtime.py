@@ -27,7 +27,11 @@ __all__ = [
     "setup_notebook",
     "test_configs",
     "describe_environment",
+    "grading",
 ]
+
+#: Set to ``1`` by the grader in the process that runs a notebook to grade it (the confirmation run).
+GRADING_ENV = "COURSE_GRADING"
 
 
 def course_device() -> torch.device:
@@ -39,6 +43,18 @@ def course_device() -> torch.device:
     if forced:
         return torch.device(forced)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def grading() -> bool:
+    """Is the grader running this notebook (``COURSE_GRADING=1``)?
+
+    The confirmation run executes every cell of a submission before it calls the graded functions. The
+    course's few slow cells that only *show* something (assignment 3's timing table and attacks,
+    assignment 4's GAN training) then do less: fewer repeats and steps, no figures. Nothing graded reads
+    what they compute. Read at each call, so it follows the process's environment; it is True in the
+    confirmation run only (the kernel run, whose outputs become the feedback, runs them in full).
+    """
+    return os.environ.get(GRADING_ENV) == "1"
 
 
 def seed_everything(seed: int = 0) -> None:

@@ -29,8 +29,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", metavar="ASSIGNMENT", help="check every sample of ASSIGNMENT")
     parser.add_argument("--only", nargs="*", help="with --samples: only these students")
     parser.add_argument("--no-sandbox", action="store_true")
-    parser.add_argument("--run-demonstrations", action="store_true",
-                        help="run the course's demonstration cells too (by default left out when nothing reads them)")
     args = parser.parse_args(argv)
     status = 0
     items = []
@@ -41,9 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     for p in args.notebooks:
         items.append((p, nbformat.read(p, as_version=4), notebook_owner()[Path(p).name], None))
     for label, nb, assignment, sample in items:
-        conf = confirm(nb, assignment, use_sandbox=not args.no_sandbox, skip_demonstrations=not args.run_demonstrations)
-        print(f"== {label}  ({conf.seconds:.1f} s, sandboxed={conf.sandboxed}, "
-              f"demonstrations left out: {len(conf.skipped)})")
+        conf = confirm(nb, assignment, use_sandbox=not args.no_sandbox)
+        print(f"== {label}  ({conf.seconds:.1f} s, sandboxed={conf.sandboxed})")
         for flag in conf.flags:
             print(f"   flag: {flag}")
         for gid, v in conf.verdicts.items():

@@ -7,7 +7,6 @@
 * :mod:`.confirm` — every autograded point confirmed outside the student's kernel (probes and judges);
 * :mod:`.execute` — nbgrader's Execute preprocessor with the grader in charge of the kernel;
 * :mod:`.feedback`, :mod:`.sanitize` — the feedback page, made inert;
-* :mod:`.demonstrations` — which slow demonstration cells the confirmation may leave out.
 
 Imports only :mod:`instructor.sandbox`, :mod:`instructor.hidden` and :mod:`instructor.layout` of the
 course's own code.

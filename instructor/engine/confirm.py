@@ -3,9 +3,9 @@
 For one submitted notebook:
 
 1. :func:`confirmation_cells` — the code the confirmation run executes: every code cell of the
-   (canonical) notebook except the graded test cells. No hidden check, no reference answer. The
-   course's slow demonstration cells are left out when nothing reads what they bind
-   (:mod:`.demonstrations`).
+   (canonical) notebook except the graded test cells. No hidden check, no reference answer. Every
+   other cell runs; the driver sets ``COURSE_GRADING=1``, so the course's few slow cells that only
+   show something do less (:func:`autograder.runtime.grading`).
 2. :func:`run_probes` — runs :mod:`.probe_driver` on those cells and on each check's probe, in the
    sandbox (:mod:`instructor.sandbox`), and reads back plain data (``torch.load(weights_only=True)``). When the
    notebook ends the process (``os._exit``, a crash, the memory limit), the cell or check that was
@@ -20,18 +20,20 @@ For one submitted notebook:
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import nbformat
+
 from autograder.i18n import speaking
 
 from ..hidden import Check, Verdict, checks_for, judge_results, probe_source
 from ..hidden.probe_driver import timed_out
-from ..layout import is_test_cell, nbgrader_meta, test_cell_ids
-from . import demonstrations
+from ..layout import REPO, is_test_cell, nbgrader_meta, test_cell_ids
 from .results import ResultTooLarge, check_result_file, load_data
 from .. import sandbox
 from ..sandbox import zygote
@@ -50,7 +52,6 @@ class Confirmation:
     sandboxed: bool = False
     hung_cells: list[str] = field(default_factory=list)  # sources of cells that ran into the cell limit
     hung_tests: list[str] = field(default_factory=list)  # test cells whose function never returned
-    skipped: list[str] = field(default_factory=list)  # sources of the demonstrations left out (.demonstrations)
 
     def as_json(self) -> dict:
         return {gid: v.as_json() for gid, v in self.verdicts.items()}
@@ -66,9 +67,17 @@ def confirmation_cells(nb) -> list[str]:
 COURSE_CELL_SECONDS = 60.0
 
 
-def course_cell_sources(assignment: str) -> frozenset[str]:
-    """Sources of the released notebook's own code cells (not answers, not tests)."""
-    return frozenset(src for src, _ in demonstrations.course_cells(assignment))
+def course_cell_sources(assignment: str, release_dir: Path | None = None) -> frozenset[str]:
+    """Sources of the released notebooks' own code cells (not answers, not tests)."""
+    paths = sorted(((release_dir or REPO / "release") / assignment).glob("*.ipynb"))
+    return _course_cell_sources(tuple((p, p.stat().st_mtime_ns) for p in paths))
+
+
+@functools.lru_cache(maxsize=32)
+def _course_cell_sources(release: tuple) -> frozenset[str]:
+    """(read once per version of the release files: every submission of a class asks)"""
+    return frozenset(c.source for path, _ in release for c in nbformat.read(path, as_version=4).cells
+                     if c.cell_type == "code" and not is_test_cell(c) and not nbgrader_meta(c).get("solution"))
 
 
 def confirmation_cell_limits(nb, cell_timeout: float, course_sources: set[str] = frozenset()) -> list[float]:
@@ -278,35 +287,22 @@ def with_error_output(why: str, tail: str) -> str:
 
 
 def confirm(nb, assignment: str, *, limits=None, workdir: Path | None = None,
-            use_sandbox: bool = True, wanted: list[str] | None = None,
-            skip_demonstrations: bool = True) -> Confirmation:
+            use_sandbox: bool = True, wanted: list[str] | None = None) -> Confirmation:
     """Verdicts for the graded test cells ``wanted`` (default: those of ``nb``, a canonical notebook).
 
-    The course's demonstration cells that nothing else reads are left out (:mod:`.demonstrations`);
-    ``skip_demonstrations=False`` runs them too."""
+    Every code cell but the tests runs, in notebook order: nothing is left out by reading the code."""
     t0 = time.perf_counter()
     wanted = set(wanted if wanted is not None else test_cell_ids(nb))
     checks = [c for c in checks_for(assignment) if c.grade_id in wanted]
     case_lists = [c.cases() for c in checks]
     limits = limits or sandbox.Limits.from_config()
     cells = confirmation_cells(nb)
-    skipped = []
-    probe_reads = demonstrations.probe_names([probe_source(c) for c in checks]) if skip_demonstrations else None
-    if probe_reads is not None:  # None: a probe may read any name, so every demonstration runs
-        probe_reads |= {c.function for c in checks}
-        for i in demonstrations.skippable(cells, demonstrations.demonstration_sources(assignment), probe_reads):
-            skipped.append(cells[i])
-            cells[i] = demonstrations.PLACEHOLDER
     results, flags, sandboxed, hung = run_probes(cells, checks, case_lists, limits=limits,
                                                  cell_limits=confirmation_cell_limits(nb, limits.cell_seconds,
                                                                                       course_cell_sources(assignment)),
                                                  workdir=workdir, use_sandbox=use_sandbox)
     hung_tests = [gid for gid, got in results.items() if isinstance(got, list) and any(map(timed_out, got))]
-    if skipped and (hung or hung_tests):
-        # A function never returned. The demonstrations left out here call the student's functions too:
-        # the kernel run gives them the short limit of a cell seen hanging, not the full one.
-        hung = hung + [s for s in skipped if s not in hung]
-    conf = Confirmation(flags=flags, sandboxed=sandboxed, hung_cells=hung, hung_tests=hung_tests, skipped=skipped)
+    conf = Confirmation(flags=flags, sandboxed=sandboxed, hung_cells=hung, hung_tests=hung_tests)
     for check, cases in zip(checks, case_lists):
         got = results.get(check.grade_id)
         try:

@@ -237,6 +237,8 @@ def main(job_path: str, outdir: str) -> int:
     cells, checks, timeout = list(job["cells"]), list(job["checks"]), float(job.get("case_timeout", 60))
     cell_timeout = float(job.get("cell_timeout", 180))
     cell_limits = [float(x) for x in job.get("cell_limits") or []]
+    # the course's demonstration cells do less while the grader runs them (autograder.runtime.grading)
+    os.environ["COURSE_GRADING"] = "1"
 
     from IPython.core.interactiveshell import InteractiveShell
 
