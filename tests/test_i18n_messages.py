@@ -523,3 +523,18 @@ def test_the_language_from_ipythons_session_and_from_colab(tmp_path, monkeypatch
     message.blocking_request = broken
     i18n.set_language(None)
     assert i18n.language() == "en"   # never an error: English
+
+
+def test_nbgraders_template_words_on_a_chinese_feedback_page():
+    from instructor.engine.feedback import localize_template
+
+    page = ('<h4>00_orientation (Score: 2.0 / 8.0)</h4><li><a href="#essay">Written response</a> (Score: 0.0 / 3.0)</li>'
+            '<span class="nbgrader-label">Grade cell: <code>decode_tests</code></span>\n<span class="pull-right">\n'
+            '      Score: 0.0 / 2.0 <a href="#top">(Top)</a></span><span class="nbgrader-label">Student\'s answer</span>'
+            '<pre>my own output: Score: 3</pre>')
+    shown = localize_template(page, "zh_CN")
+    assert "<h4>00_orientation (得分：2.0 / 8.0)</h4>" in shown and '<a href="#essay">文字回答</a> (得分：0.0 / 3.0)' in shown
+    assert '<span class="nbgrader-label">评分单元格：<code>decode_tests</code>' in shown
+    assert "得分：0.0 / 2.0 <a href=\"#top\">（回到顶部）</a>" in shown and ">你的答案</span>" in shown
+    assert "<pre>my own output: Score: 3</pre>" in shown   # a student's text is not the template's
+    assert localize_template(page, None) == page

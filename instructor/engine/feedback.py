@@ -27,7 +27,7 @@ import html
 import re
 
 __all__ = ["FEEDBACK_CSS", "IMAGE_ALT", "exporter_class", "template_exporter_class", "question_label",
-           "annotate_feedback", "hand_grading", "mark_pending"]
+           "annotate_feedback", "hand_grading", "mark_pending", "localize_template"]
 
 #: Feedback a student reads at a glance: long lines wrap (the "try next" hint is never cut at the right edge).
 FEEDBACK_CSS = ("<style>/* added by the course's grader */ pre, .output_text pre, .output_error pre, code "
@@ -200,6 +200,40 @@ def mark_pending(text: str, pending: dict[str, float], graded_by_hand: bool = Fa
     return _TOTAL.sub(total, text, count=1)
 
 
+#: nbgrader's feedback template's own words (its ``feedback/index.html.j2``), in the places it puts them
+_TEMPLATE_WORDS = [
+    ('<span class="nbgrader-label">Student\'s answer</span>', "Student's answer", '<span class="nbgrader-label">{}</span>'),
+    ('<span class="nbgrader-label">Student\'s task</span>', "Student's task", '<span class="nbgrader-label">{}</span>'),
+    ('<span class="nbgrader-label">Grade cell: ', "Grade cell:", '<span class="nbgrader-label">{}'),
+    ('<span class="nbgrader-label">Task: ', "Task:", '<span class="nbgrader-label">{}'),
+    ('<a href="#top">(Top)</a>', "(Top)", '<a href="#top">{}</a>'),
+    ("<b>Comments:</b>", "Comments:", "<b>{}</b>"),
+    ('<li class="late-penalty">Late submission penalty (', "Late submission penalty", '<li class="late-penalty">{} ('),
+]
+_TEMPLATE_LINKS = re.compile(r'(<li><a href="#[^"]*">)(Coding free-response|Written response|Task|Comment)(</a>)')
+_TEMPLATE_SCORE = re.compile(r'(\(|<span class="pull-right">\s*)Score: (?=-?[0-9])')
+
+
+def localize_template(text: str, lang: str | None) -> str:
+    """A feedback page of another edition with nbgrader's template words in its language (unchanged for
+    English): the labels, the list's kinds of cell, "Score:", "(Top)"."""
+    if not lang or lang == "en":
+        return text
+    from autograder.i18n import N_
+    from .i18n import translate_text
+
+    def tr(english: str) -> str:   # "Score:" -> "得分：" (a full-width colon needs no space after it)
+        shown = html.escape(translate_text(english, lang), quote=False)
+        return shown + " " if english.endswith(":") and not shown.endswith("：") else shown
+
+    N_("Student's answer"), N_("Student's task"), N_("Grade cell:"), N_("Task:"), N_("(Top)"), N_("Comments:")
+    N_("Late submission penalty"), N_("Coding free-response"), N_("Written response"), N_("Task"), N_("Comment")
+    for english, words, shown in _TEMPLATE_WORDS:
+        text = text.replace(english, shown.format(tr(words)))
+    text = _TEMPLATE_LINKS.sub(lambda m: m.group(1) + tr(m.group(2)) + m.group(3), text)
+    return _TEMPLATE_SCORE.sub(lambda m: m.group(1) + tr(N_("Score:")), text)
+
+
 def annotate_feedback(res) -> None:
     """The feedback made readable, and a short note at the top: what grading undid or stopped, and
     disagreements (``res``: a grading result with ``flags``, ``integrity`` and the ``feedback`` files).
@@ -222,6 +256,7 @@ def annotate_feedback(res) -> None:
         text = re.sub(r'<a href="#([A-Za-z0-9_\-]+)">Test cell</a>',
                       lambda m: f'<a href="#{m.group(1)}">{question} <span class="course-question">'
                                 f'{html.escape(question_label(m.group(1)))}</span></a>', text)
+        text = localize_template(text, lang)
         k = text.find("</head>")
         if k >= 0:
             text = text[:k] + FEEDBACK_CSS + text[k:]
