@@ -612,7 +612,7 @@ def _run_hidden(report: CheckReport, path: Path) -> None:
     report.hidden_total = (_(f"with hidden tests (the saved file): {data['auto_score']:g} / {data['auto_max']:g}")
                            + (_(f"  (+ {data['manual_pending']:g} point(s) graded by hand)")
                               if data.get("manual_pending") else ""))
-    report.notes += [f"grader: {n}" for n in data.get("notes", [])]
+    report.notes += [N_(f"grader: {n}") for n in data.get("notes", [])]
 
 
 # --------------------------------------------------------------------------- check()
