@@ -149,7 +149,7 @@ def _code_units(src: str, base: int = 0) -> list[tuple[str, int, int, str]]:
 
 
 #: Keyword arguments whose string is shown to a reader (matplotlib's labels and titles, ipywidgets' texts).
-DISPLAY_KWARGS = {"label", "title", "xlabel", "ylabel", "suptitle", "description", "tooltip", "placeholder"}
+DISPLAY_KWARGS = {"label", "title", "xlabel", "ylabel", "suptitle", "description", "tooltip", "placeholder", "desc"}
 #: A line of code whose string literals are all text a reader sees (a label in a list that is printed later):
 #: the author marks it with this comment at its end; the marker itself is never translated.
 DISPLAY_PRAGMA = re.compile(r"#\s*i18n\b")
@@ -440,7 +440,9 @@ def build(lang: str = DEFAULT_LANG, root: Path = REPO, out_root: Path | None = N
     for path in english_notebooks(root):
         table = reviewed(load_catalogue(catalogue_path(path, lang, root)))
         nb = translate_notebook(_read(path), table, str(path.relative_to(root)), lang)
-        target = translated_path(path, lang, out_root or root) if out_root else translated_path(path, lang, root)
+        target = translated_path(path, lang, root)
+        if out_root is not None:   # the same layout under another folder (a check, a preview)
+            target = Path(out_root) / target.relative_to(root)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         written.append(target)
