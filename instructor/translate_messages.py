@@ -131,13 +131,17 @@ def _texts(node: ast.AST, constants: dict[str, str]) -> list[tuple[str, bool]]:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         if isinstance(node.left, (ast.List, ast.Tuple)) or isinstance(node.right, (ast.List, ast.Tuple)):
             return _texts(node.left, constants) + _texts(node.right, constants)
-        left, right = _part(node.left, constants), _part(node.right, constants)
-        if left is None or right is None:
-            return _texts(node.left, constants) if left is not None else []
-        (lt, ltpl), (rt, rtpl) = left, right
-        if ltpl or rtpl:
-            return [((lt if ltpl else _esc(lt)) + (rt if rtpl else _esc(rt)), True)]
-        return [(lt + rt, False)]
+        lefts, rights = _part(node.left, constants), _part(node.right, constants)
+        if lefts is None or rights is None:
+            return _texts(node.left, constants) if lefts is not None else []
+        out = []   # every combination: "... put back" + (" unanswered" if ... else "") gives both texts
+        for lt, ltpl in lefts:
+            for rt, rtpl in rights:
+                if ltpl or rtpl:
+                    out.append(((lt if ltpl else _esc(lt)) + (rt if rtpl else _esc(rt)), True))
+                else:
+                    out.append((lt + rt, False))
+        return out[:8]
     if isinstance(node, ast.IfExp):
         return _texts(node.body, constants) + _texts(node.orelse, constants)
     if isinstance(node, (ast.List, ast.Tuple)):
@@ -149,15 +153,13 @@ def _texts(node: ast.AST, constants: dict[str, str]) -> list[tuple[str, bool]]:
     return []
 
 
-def _part(node: ast.AST, constants: dict[str, str]) -> tuple[str, bool] | None:
-    """One operand of a ``+`` of texts: text, a module's text constant, or a field."""
+def _part(node: ast.AST, constants: dict[str, str]) -> list[tuple[str, bool]] | None:
+    """The texts one operand of a ``+`` of texts can be: texts, a module's text constant, or a field."""
     found = _texts(node, constants)
-    if len(found) == 1:
-        return found[0]
-    if isinstance(node, ast.Name) and node.id in constants:
-        return constants[node.id], False
+    if found:
+        return found[:4]
     if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
-        return "{" + ast.unparse(node) + "}", True
+        return [("{" + ast.unparse(node) + "}", True)]
     return None
 
 
