@@ -162,11 +162,13 @@ def test_extraction_turns_fstrings_into_templates_with_their_expressions():
     src = ('check_true(not wrong, f"{len(wrong)} step(s) of your predictions are wrong", hint="one number per line.")\n'
            'fail(f"{name} raised {kind}{where}\\n  try next : look for a loop that never ends.")\n'
            'x = "not a message, not extracted"\n'
-           'hint = "a hint kept in a variable."\n')
+           'hint = "a hint kept in a variable."\n'
+           'res.flags.append(f"cell {gid} was put back" + (" unanswered" if answer else ""))\n')
     found = {(m, t) for m, t, _ in tm.messages_in_source(src, "cell.py")}
     assert found == {("{len(wrong)} step(s) of your predictions are wrong", True), ("one number per line.", False),
                      ("{name} raised {kind}", True), ("look for a loop that never ends.", False),
-                     ("a hint kept in a variable.", False)}
+                     ("a hint kept in a variable.", False), ("cell {gid} was put back unanswered", True),
+                     ("cell {gid} was put back", True)}
 
 
 # --------------------------------------------------------------------------- what students must not see
