@@ -107,4 +107,8 @@ def setup_notebook(seed: int = 0, verbose: bool = True) -> torch.device:
         torch.set_num_threads(1)
     if verbose:
         print(describe_environment(device))
+    from .i18n import language
+    if language() == "zh_CN":   # the Chinese edition's figures need a font with Chinese characters
+        from .cjk_fonts import use_cjk_font
+        use_cjk_font(verbose)
     return device
