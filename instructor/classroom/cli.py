@@ -370,7 +370,8 @@ def cmd_selfgrade(args) -> int:
                 for line in failures[q.grade_id].splitlines():
                     print(f"      {line}")
         for line in res.flags + res.integrity:
-            print("  " + tr(N_("note:")) + " " + translate_verdict(line, lang))
+            note = tr(N_("note:"))
+            print("  " + note + ("" if note.endswith("：") else " ") + translate_verdict(line, lang))
         print("\n" + tr(N_(f"autograded total: {res.auto_score:g} / {res.auto_max:g}"))
               + ("  " + tr(N_(f"(+ {res.manual_pending:g} point(s) graded by hand)")) if res.manual_pending else ""))
         if os.environ.get("COURSE_SELFGRADE_JSON"):
