@@ -321,6 +321,11 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
     prepare_environment()
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
+    own = Path(root) / "nbgrader_config.py"
+    if Path(root).resolve() not in (REPO.resolve(), workdir) and own.is_file() \
+            and not (workdir / "nbgrader_config.py").exists():
+        # an edition's settings (zh_CN/: its stubs) go with its assignments: the release generated here is its own
+        shutil.copy2(own, workdir / "nbgrader_config.py")
     limits = Limits.from_config(load_config(workdir))
     warn_if_unsandboxed()
     swept = sweep_leftovers()
