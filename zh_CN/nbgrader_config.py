@@ -9,12 +9,13 @@ from pathlib import Path
 
 c = get_config()  # noqa: F821 - provided by traitlets when nbgrader loads this file
 
-_english = Path(__file__).resolve().parents[1] / "nbgrader_config.py"
-if not _english.is_file():
+_repo = Path(__file__).resolve().parents[1]
+if not (_repo / "instructor" / "edition.py").is_file():
     # a copy of this file in a grading folder outside the repository: the repository's, found through its code
     _spec = importlib.util.find_spec("instructor")
     if _spec is not None and _spec.origin:
-        _english = Path(_spec.origin).resolve().parents[1] / "nbgrader_config.py"
+        _repo = Path(_spec.origin).resolve().parents[1]
+_english = _repo / "nbgrader_config.py"
 load_subconfig(str(_english))  # noqa: F821 - provided by traitlets
 if not _english.is_file():
     raise FileNotFoundError(f"{__file__}: the course's nbgrader_config.py is not at {_english}")
