@@ -48,7 +48,7 @@ _ERROR_PREFIX = re.compile(r"^(\w+(?:Error|Failed|Refused|NotFound): )(.+)$", re
 #: labels whose values are the course's texts; the others are mostly values a program made (PyTorch's
 #: messages, the student's values: verbatim), so only templates with this many letters of their own match them
 _TRANSLATED_LABELS = ("for input", "expected", "try next")
-_VALUE_LITERAL = 8
+_VALUE_LITERAL = 7   # "{value} at index {idx}" has 7
 #: a line of a message matches only templates with this many letters of their own: a short one
 #: ("{a} of {b}", a heading's) would take a line of PyTorch's for its own
 _LINE_LITERAL = 4

@@ -224,6 +224,9 @@ def messages_in_source(source: str, filename: str, whole: set[str] = frozenset()
             found += [(k.value, node.lineno) for k in node.keywords if k.arg not in NOT_TEXT]
             if _call_name(node) in MARKERS:
                 marked.update(id(a) for a in node.args)
+        elif isinstance(node, ast.Dict):   # a hidden check's case: its "label" is the "for input" line
+            found += [(v, getattr(v, "lineno", 0)) for k, v in zip(node.keys, node.values)
+                      if isinstance(k, ast.Constant) and k.value == "label"]
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if node.value is not None and any(isinstance(t, ast.Name) and MESSAGE_NAME.search(t.id) for t in targets):
