@@ -320,7 +320,9 @@ def translate(text: str, lang: str | None = None, cat: Catalogue | None = None, 
         m = tpl.regex.fullmatch(stripped)
         if m is None:
             continue
-        values = {f: translate(m.group(f"f{k}"), lang, cat) for k, f in enumerate(tpl.fields)}
+        # a field's text, translated when it is a msgid (a short template never takes a value: it may be PyTorch's)
+        values = {f: translate(m.group(f"f{k}"), lang, cat, min_literal=max(min_literal, _LINE_LITERAL))
+                  for k, f in enumerate(tpl.fields)}
         out = []
         for is_field, part in _split_template(tpl.msgstr):
             out.append(values.get(part, part) if is_field else part)

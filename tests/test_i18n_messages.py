@@ -430,6 +430,7 @@ def test_a_short_template_never_takes_a_pytorch_line():
         "decode(p) 的值不对", "  详情\u3000：one of the variables needed for gradient computation",
         "  Mismatched elements: 3 of 5"]
     assert i18n.translate("3 of 5", "zh_CN", cat) == "5 中的 3"   # asked for by the course's own code: it is
+    assert i18n.translate("3 of 5 has wrong values", "zh_CN", cat) == "3 of 5 的值不对"   # nor a field's text
 
 
 def test_validate_speaks_the_notebooks_language_whatever_the_server_speaks(en):
