@@ -573,9 +573,9 @@ def test_lab_in_the_chinese_edition_shows_jupyterlab_in_chinese(tmp_path):
 
 # --------------------------------------------------------------------------- the same scores in both editions
 
-def _demo(tmp: Path, lang: str | None) -> tuple[dict, str]:
+def _demo(tmp: Path, lang: str | None) -> tuple[dict, str, str]:
     """``python -m autograder demo`` (the four demo samples) in its own folders: ({(student, assignment,
-    question): score}, the text of one feedback page)."""
+    question): score}, the text of one feedback page, what the command printed)."""
     import csv
     import os
     import subprocess
@@ -591,7 +591,7 @@ def _demo(tmp: Path, lang: str | None) -> tuple[dict, str]:
     with (work / "grades_by_question.csv").open() as f:
         scores = {(r["student"], r["assignment"], r["question"]): r["score"] for r in csv.DictReader(f)}
     page = next((course_dir / "feedback" / "ben" / "00_orientation").glob("*.html")).read_text(encoding="utf-8")
-    return scores, page
+    return scores, page, out.stdout
 
 
 @pytest.mark.slow
@@ -600,13 +600,16 @@ def test_the_samples_get_the_same_scores_in_both_editions(tmp_path):
     graded in the English course and, moved onto the Chinese release, in the Chinese one: the same score
     for every question; the Chinese feedback speaks Chinese, the English one English."""
     _committed()
-    english, en_page = _demo(tmp_path, None)
-    chinese, zh_page = _demo(tmp_path, LANG)
+    english, en_page, en_out = _demo(tmp_path, None)
+    chinese, zh_page, zh_out = _demo(tmp_path, LANG)
     assert len(english) >= 20 and set(english) == set(chinese), sorted(set(english) ^ set(chinese))
     differ = {k: (english[k], chinese[k]) for k in english if english[k] != chinese[k]}
     assert not differ, f"questions scored differently (English, Chinese): {differ}"
     assert "下一步" in zh_page and "try next" not in zh_page, "the Chinese feedback's messages are not in Chinese"
     assert "try next" in en_page and "下一步" not in en_page
+    # the same submissions flagged for the same things (no flag the move to the edition made up)
+    flagged = [sorted(re.findall(r"(?m)^  (?:flagged|integrity): +(\S+?):", out)) for out in (en_out, zh_out)]
+    assert flagged[0] == flagged[1], flagged
 
 
 def test_a_hub_for_the_chinese_class_serves_the_chinese_edition(tmp_path):
