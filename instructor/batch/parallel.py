@@ -180,9 +180,7 @@ def _worker_init(limits: dict | None = None, environ: dict | None = None, grader
         from ..sandbox import Limits
 
         pipeline.prepare_environment()
-        warm = zygote.for_this_thread(Limits(**limits))
-        if warm is not None:
-            warm.start()
+        zygote.prestart(Limits(**limits))
     except Exception:  # noqa: BLE001 - see above
         pass
 

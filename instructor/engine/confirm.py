@@ -36,7 +36,6 @@ from ..hidden.probe_driver import timed_out
 from ..layout import REPO, is_test_cell, nbgrader_meta, test_cell_ids
 from .results import ResultTooLarge, check_result_file, load_data
 from .. import sandbox
-from ..sandbox import zygote
 
 DRIVER = Path(__file__).resolve().parents[1] / "hidden" / "probe_driver.py"
 MAX_RERUNS = 3
@@ -103,7 +102,8 @@ def _job(cells: list[str], checks: list[Check], case_lists: list[list[dict]], ca
 
 def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict]], *,
                limits: "sandbox.Limits | None" = None, workdir: Path | None = None,
-               use_sandbox: bool = True, cell_limits: list[float] | None = None) -> tuple[dict[str, list | None], list[str], bool]:
+               use_sandbox: bool = True, cell_limits: list[float] | None = None,
+               warm=None) -> tuple[dict[str, list | None], list[str], bool]:
     """Run the driver until every check has results or was ended by the notebook.
 
     Returns ({grade_id: results or None}, flags, sandboxed, sources of the cells that ran into the cell limit).
@@ -137,8 +137,7 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
             out = scratch / "out"
             out.mkdir()
             remaining = max(1.0, deadline - time.monotonic())
-            warm = zygote.current() if use_sandbox else None  # the worker's pre-started sandbox, if any
-            if warm is not None:
+            if warm is not None and use_sandbox:  # the submission's pre-started sandbox, if it has one
                 run = warm.run("probe_driver.py", ["job.pt", "out"], scratch, wall_seconds=remaining)
             else:
                 run = sandbox.run([sandbox.python(), "probe_driver.py", "job.pt", "out"], scratch,
@@ -300,7 +299,7 @@ def confirm(nb, assignment: str, *, limits=None, workdir: Path | None = None,
     results, flags, sandboxed, hung = run_probes(cells, checks, case_lists, limits=limits,
                                                  cell_limits=confirmation_cell_limits(nb, limits.cell_seconds,
                                                                                       course_cell_sources(assignment)),
-                                                 workdir=workdir, use_sandbox=use_sandbox)
+                                                 workdir=workdir, use_sandbox=use_sandbox, warm=warm)
     hung_tests = [gid for gid, got in results.items() if isinstance(got, list) and any(map(timed_out, got))]
     conf = Confirmation(flags=flags, sandboxed=sandboxed, hung_cells=hung, hung_tests=hung_tests)
     for check, cases in zip(checks, case_lists):

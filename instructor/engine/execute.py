@@ -3,6 +3,13 @@ grader in charge of the wall clock, kernels that die or hang, and outputs that g
 
 Its kernel is the sandbox's (:mod:`instructor.sandbox.kernel`): started by the kernelspec
 :func:`~instructor.sandbox.kernel.write_kernelspec` writes, or in the pre-started sandbox.
+
+Everything of one submission is on the preprocessor *instance*, as traits the engine sets per submission
+(``box``: the kernel's box, :class:`~instructor.sandbox.kernel.KernelBox`; ``wall_seconds``; ``hung_tests``
+and ``hung_cells`` from the confirmation), as nbgrader's own preprocessors take their settings; the
+kernel's environment is given to ``start_kernel(env=...)``; what it flagged is the instance's
+``course_flags``, read back by whoever ran it. Nothing passes through the process's environment or
+class attributes, so two submissions may be executed at once in one process.
 """
 from __future__ import annotations
 
@@ -12,9 +19,8 @@ import os
 import threading
 import time
 
-from ..layout import LANG_ENV, notebook_language
+from ..layout import notebook_language
 from ..sandbox.kernel import KERNEL_NAME, kernel_manager_class
-from ..sandbox.limits import Limits
 
 HUNG_CELL_SECONDS = 10        # a test cell whose function never returned in the confirmation run
 HUNG_AFTER_LOOP_SECONDS = 30  # any cell, once an earlier cell ran into the per-cell limit
@@ -59,34 +65,46 @@ def sandboxed_execute_class():
     from nbclient.exceptions import DeadKernelError
     from nbformat.v4 import new_output
     from nbgrader.preprocessors import Execute
+    from traitlets import Any, Float, List
 
     class SandboxedExecute(Execute):
         max_restarts = 3
+        # one submission's settings, set on the instance by the engine (never configuration)
+        box = Any(None, help="the kernel's box (instructor.sandbox.kernel.KernelBox)")
+        wall_seconds = Float(0.0, help="seconds the submission has left when execution starts (0: its limit)")
+        hung_tests = List(help="grade ids whose check never returned in the confirmation run")
+        hung_cells = List(help="source keys of cells that never returned in the confirmation run")
 
         def preprocess(self, nb, resources=None, km=None):
+            if self.box is None:
+                raise ValueError("SandboxedExecute runs a submission's kernel in its box: the engine sets `box` "
+                                 "per submission (instructor.engine.pipeline.autograde)")
             self.kernel_name = KERNEL_NAME
             self.kernel_manager_class = kernel_manager_class()
-            self._limits = Limits.from_env(os.environ.get("COURSE_SANDBOX_LIMITS"))
-            self._deadline = time.monotonic() + float(os.environ.get("COURSE_SANDBOX_WALL", self._limits.wall_seconds))
+            self._limits = self.box.limits
+            self._deadline = time.monotonic() + (self.wall_seconds or self._limits.wall_seconds)
             self._restarts, self._ran = 0, []
             self._nb_used, self._cell_used, self._cut_cells = 0, 0, {}
-            hung = json.loads(os.environ.get("COURSE_HUNG") or "{}")  # from the confirmation run
-            self._hung, self._hung_cells = set(hung.get("tests", ())), set(hung.get("cells", ()))
+            self._hung, self._hung_cells = set(self.hung_tests), set(self.hung_cells)
             self._loop_seen = False  # a cell already ran into the per-cell limit here
             self._skipped_hung = False  # a cell that never returned in the confirmation was left out
             self.timeout_func = self._cell_timeout
             self.course_flags = []
             self._asked_exit = False
             self.on_cell_executed = self._note_exit_request
-            type(self).last_flags = self.course_flags
             return super().preprocess(nb, resources, km)
 
+        def create_kernel_manager(self):
+            km = super().create_kernel_manager()
+            km.use_box(self.box)
+            return km
+
         async def async_start_new_kernel(self, **kwargs):
-            """The kernel speaks the notebook's language: its ``course.language`` (the canonical notebook's,
-            which is the release's metadata; a Chinese edition's), given to the kernel's environment as data."""
-            lang = notebook_language(getattr(self, "nb", None) or {})
-            if lang:
-                kwargs["env"] = {**os.environ, **(kwargs.get("env") or {}), LANG_ENV: lang}
+            """The kernel's settings as data: its box's (:meth:`~instructor.sandbox.kernel.KernelBox.env`) and
+            the notebook's language — its ``course.language`` (the canonical notebook's, which is the release's
+            metadata; a Chinese edition's) — given to ``start_kernel(env=...)``."""
+            lang = notebook_language(getattr(self, "nb", None) or {}) or ""
+            kwargs["env"] = {**os.environ, **(kwargs.get("env") or {}), **self.box.env(lang)}
             return await super().async_start_new_kernel(**kwargs)
 
         def start_new_kernel(self, **kwargs):

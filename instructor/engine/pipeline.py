@@ -18,6 +18,7 @@ own preprocessors, each with one job.
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import json
 import os
@@ -33,6 +34,7 @@ import nbformat
 from ..layout import NB_EXT, REPO, RESTAMP_NOTE, gradebook_layout, load_config, test_cell_ids
 from .. import sandbox
 from ..sandbox import zygote
+from ..sandbox.kernel import KernelBox
 from .feedback import annotate_feedback, exporter_class
 from .canonical import canonical_notebook
 from .execute import sandboxed_execute_class, source_key
@@ -53,7 +55,6 @@ def sandboxed_config(root: Path):
     from .sanitize import InertNotebook, clean_html
 
     config = load_config(root)
-    _canonicalize_preprocessor().course_root = Path(root).resolve()
     # No live student HTML/JavaScript (:mod:`.sanitize`): markdown made inert before execution (so a
     # worker's notebook and the recorder's have the same sources), outputs right after it; the
     # autograded notebook on disk is inert.
@@ -97,18 +98,61 @@ def replay_config(root: Path):
 @functools.lru_cache(maxsize=None)
 def _replay_preprocessor():
     from nbgrader.preprocessors import NbGraderPreprocessor
+    from traitlets import Dict
 
     class ReplayExecution(NbGraderPreprocessor):
         """The worker's autograded notebook in place of the submitted one (nothing is run here)."""
-        executed: dict = {}
+        executed = Dict(help="notebook name -> the executed notebook (JSON) a worker sent: set per submission")
 
         def preprocess(self, nb, resources):
             name = resources.get("nbgrader", {})["notebook"] + NB_EXT
-            if name not in type(self).executed:
+            if name not in self.executed:
                 raise ValueError(f"{name}: the worker sent no executed notebook of that name")
-            return nbformat.reads(type(self).executed[name], as_version=4), resources
+            return nbformat.reads(self.executed[name], as_version=4), resources
 
     return ReplayExecution
+
+
+@functools.lru_cache(maxsize=None)
+def _submission_autograde_class():
+    from nbgrader.converters import Autograde
+    from traitlets import Dict
+
+    class SubmissionAutograde(Autograde):
+        """nbgrader's autograde of one submission, whose preprocessors are given that submission's settings
+        on their instances (``settings``: preprocessor class -> {trait: value}), as each is made."""
+        settings = Dict()
+
+        def _init_preprocessors(self):
+            super()._init_preprocessors()
+            for pp in self.exporter._preprocessors:
+                for cls, traits in self.settings.items():
+                    if isinstance(pp, cls):
+                        for name, value in traits.items():
+                            pp.set_trait(name, value)
+                self.made.append(pp)
+
+    return SubmissionAutograde
+
+
+def autograde(api, assignment: str, student: str, settings: dict | None = None) -> tuple[dict, list[str]]:
+    """nbgrader's ``api.autograde(assignment, student, force=True, create=True)`` with this submission's
+    ``settings`` (preprocessor class -> {trait: value}) on the preprocessors' instances; returns what the
+    API returns and the flags the preprocessors raised (their ``course_flags``). Nothing of the submission
+    is put in the process (environment, class attributes) or in ``api`` (its own course directory object),
+    so two submissions may be graded at once with one ``api``."""
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.utils import capture_log
+
+    coursedir = CourseDirectory(parent=api)
+    coursedir.root = api.coursedir.root
+    coursedir.assignment_id, coursedir.student_id = assignment, student
+    app = _submission_autograde_class()(coursedir=coursedir, parent=api)
+    app.settings = dict(settings or {})
+    app.made = []
+    app.force, app.create_student = True, True
+    out = capture_log(app)
+    return out, [f for pp in app.made for f in getattr(pp, "course_flags", ())]
 
 
 def _add_phase(res: Result, name: str, seconds: float) -> None:
@@ -156,8 +200,7 @@ def record(api, sub: Submission, workdir: Path, res: Result, feedback: bool) -> 
     """The single writer: nbgrader autograde of a submission a worker executed, then the lower
     verdict and the feedback (see :func:`grade_one`)."""
     t0 = time.perf_counter()
-    _replay_preprocessor().executed = res.executed
-    out = api.autograde(sub.assignment, sub.student, force=True, create=True)
+    out, _ = autograde(api, sub.assignment, sub.student, {_replay_preprocessor(): {"executed": res.executed}})
     res.executed = {}
     if not out.get("success"):
         res.ok, res.error = False, failure_reason(out)
@@ -188,13 +231,25 @@ def judge_and_report(api, sub: Submission, workdir: Path, res: Result, verdicts:
 def _canonicalize_preprocessor():
     from nbgrader.preprocessors import NbGraderPreprocessor
 
+    from traitlets import Dict, Unicode
+
     class Canonicalize(NbGraderPreprocessor):
-        """Rebuild the submitted notebook on the released one (see :mod:`.canonical`)."""
-        course_root = REPO
+        """The submitted notebook rebuilt on the released one (see :mod:`.canonical`): the one the engine
+        already made for this submission (``canonical``: notebook name -> canonical notebook, set per
+        submission), else made here from the release under ``course_root`` (default: the checkout)."""
+        canonical = Dict(help="notebook name -> its canonical notebook, made once per submission by the engine")
+        course_root = Unicode(str(REPO), help="the course folder whose release/ a notebook is rebuilt on")
 
         def preprocess(self, nb, resources):
             info = resources.get("nbgrader", {})
-            release_nb = Path(self.course_root) / "release" / info["assignment"] / (info["notebook"] + NB_EXT)
+            name = info["notebook"] + NB_EXT
+            if name in self.canonical:
+                nb = copy.deepcopy(self.canonical[name])
+                for cell in nb.cells:   # what nbgrader's ClearOutput, before this step, leaves out
+                    for key in ("collapsed", "scrolled"):
+                        cell.get("metadata", {}).pop(key, None)
+                return nb, resources
+            release_nb = Path(self.course_root) / "release" / info["assignment"] / name
             nb, _ = canonical_notebook(nb, nbformat.read(release_nb, as_version=4))
             return nb, resources
 
@@ -383,28 +438,34 @@ def scores(api, assignment: str, student: str) -> list[QuestionScore]:
 def grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback: bool,
                record: bool = True) -> None:
     """Confirmation in the sandbox, then nbgrader autograde with its kernel in the sandbox, then the
-    lower of the two verdicts per test cell into the gradebook."""
+    lower of the two verdicts per test cell into the gradebook.
+
+    Everything of this submission is data handed down: the canonical notebooks (made once, here), its
+    pre-started sandbox (:func:`instructor.sandbox.zygote.acquire`: held by this submission alone), the
+    kernel's box and settings (traits on the preprocessors' instances, :func:`autograde`; the kernel's
+    environment through ``start_kernel(env=...)``), and the flags the execution raised (returned)."""
     from .confirm import confirm  # imports torch and the hidden checks: only when grading
 
     res.started = time.time()
     staged = workdir / "submitted" / sub.student / sub.assignment
     deadline = time.monotonic() + limits.wall_seconds
     space = contextlib.ExitStack()
-    # everything this submission's runs write, bounded: in this worker's pre-started sandbox when there is one
-    zyg = zygote.for_this_thread(limits)
+    # everything this submission's runs write, bounded: in a pre-started sandbox of this process when there is one
+    zyg = space.enter_context(zygote.acquire(limits))
     tmp = space.enter_context(zyg.submission() if zyg is not None else sandbox.Workspace(limits))
     try:
-        verdicts, hung_cells, hung_tests = {}, [], []
+        verdicts, hung_cells, hung_tests, canonical = {}, [], [], {}
         for path in sorted(staged.glob("*" + NB_EXT)):
             release_nb = nbformat.read(workdir / "release" / sub.assignment / path.name, as_version=4)
             nb, why = read_notebook(path)
             if why:
                 raise ValueError(f"{path.name}: {why}")
             canon, flags = canonical_notebook(nb, release_nb)
+            canonical[path.name] = canon
             res.flags += flags
             lim = sandbox.Limits(**{**limits.__dict__, "wall_seconds": max(1.0, deadline - time.monotonic())})
             conf = confirm(canon, sub.assignment, limits=lim, workdir=tmp / "confirm" / path.stem,
-                           wanted=test_cell_ids(release_nb))
+                           wanted=test_cell_ids(release_nb), warm=zyg)
             res.flags += conf.flags
             res.confirm_seconds += conf.seconds
             _add_phase(res, "confirm", conf.seconds)
@@ -423,32 +484,24 @@ def grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback
             os.chmod(d, 0o777)
         sandbox.write_kernelspec(specs)
         cgroup = sandbox.Cgroup(limits, None if zyg is not None else sandbox.status()["cgroup"])
-        env = {"COURSE_SANDBOX_SCRATCH": str(kernel_scratch), "COURSE_SANDBOX_RUN": str(rundir),
-               "COURSE_SANDBOX_LIMITS": limits.to_env(), "COURSE_VERDICTS": str(vfile),
-               "COURSE_SANDBOX_CGROUP": os.pathsep.join(str(d) for d in cgroup.dirs),
-               "COURSE_SANDBOX_BWRAP": "1" if sandbox.status()["bwrap"] else "0",
-               "COURSE_SANDBOX_WALL": str(max(1.0, deadline - time.monotonic())),
-               "COURSE_HUNG": json.dumps({"cells": sorted({source_key(c) for c in hung_cells}),
-                                          "tests": sorted(set(hung_tests))}),
-               "JUPYTER_PATH": str(specs) + os.pathsep + os.environ.get("JUPYTER_PATH", "")}
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
+        box = KernelBox(scratch=kernel_scratch, rundir=rundir, limits=limits, specs=specs,
+                        cgroup_dirs=list(cgroup.dirs), bwrap=bool(sandbox.status()["bwrap"]), verdicts=vfile,
+                        launch=zyg.kernel if zyg is not None else None)
+        settings = {
+            _canonicalize_preprocessor(): {"canonical": canonical, "course_root": str(Path(workdir).resolve())},
+            sandboxed_execute_class(): {"box": box, "wall_seconds": max(1.0, deadline - time.monotonic()),
+                                        "hung_tests": sorted(set(hung_tests)),
+                                        "hung_cells": sorted({source_key(c) for c in hung_cells})}}
         waking = cgroup.start_waking() if cgroup.active else None
-        _canonicalize_preprocessor().course_root = Path(workdir).resolve()  # this submission's course folder
         t_exec = time.perf_counter()
         try:
-            out = api.autograde(sub.assignment, sub.student, force=True, create=True)
+            out, kernel_flags = autograde(api, sub.assignment, sub.student, settings)
         finally:
             t_exec = time.perf_counter() - t_exec
             if waking is not None:
                 waking.set()
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
             cgroup.cleanup()
-        res.flags += list(getattr(sandboxed_execute_class(), "last_flags", []))
+        res.flags += kernel_flags
         if not out.get("success"):
             res.error = failure_reason(out)
             kernel_failure(res, rundir)

@@ -4,10 +4,12 @@
 * :func:`write_kernelspec` — a kernelspec whose command is :func:`kernel_main`, which sets the limits
   and the cgroup and execs ``bwrap ... python -m ipykernel_launcher``; kernel and grader talk over
   Unix sockets in a folder shared with the sandbox (``transport=ipc``), since the sandbox has no
-  network. (:func:`use_kernel_launcher`: a thread's kernels start in the pre-started sandbox of
-  :mod:`.zygote` instead.)
+  network.
+* :class:`KernelBox` — one submission's kernel box as plain data (its folders, limits, cgroup, verdicts file,
+  the pre-started sandbox's launcher if any); :meth:`KernelBox.env` is what the kernel's process is started
+  with (``start_kernel(env=...)``): nothing of it passes through the grader's own environment.
 * :func:`kernel_manager_class` — jupyter_client's kernel manager for such a kernel: connection file
-  and sockets in the run folder, ready as soon as the kernel answers.
+  and sockets in the run folder of the box it is given (:meth:`use_box`), ready as soon as the kernel answers.
 """
 from __future__ import annotations
 
@@ -16,9 +18,9 @@ import json
 import os
 import re
 import sys
-import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import isolation
@@ -55,7 +57,8 @@ def kernel_argv(connection_file: str) -> list[str]:
 def kernel_main(connection_file: str) -> None:
     """The kernelspec's command: set limits and cgroup, then exec the kernel inside bubblewrap.
 
-    Settings come from the grader through the environment: ``COURSE_SANDBOX_SCRATCH`` (the
+    Settings come from the grader through this process's environment (:meth:`KernelBox.env`, given to
+    ``start_kernel(env=...)``): ``COURSE_SANDBOX_SCRATCH`` (the
     submission's scratch folder), ``COURSE_SANDBOX_RUN`` (the folder of the connection file and
     sockets), ``COURSE_SANDBOX_LIMITS``, ``COURSE_SANDBOX_CGROUP`` (a folder list, made by the grader)
     and ``COURSE_VERDICTS`` (the judge's verdicts, bound read-only).
@@ -93,8 +96,7 @@ def kernel_main(connection_file: str) -> None:
                           tmp_bytes=limits.disk_bytes)
         os.execvp(argv[0], argv)
     os.chdir(scratch)
-    os.environ.update(isolation.unsandboxed_env(scratch, env))
-    os.execv(sys.executable, kernel)
+    os.execve(sys.executable, kernel, isolation.unsandboxed_env(scratch, env))
 
 
 #: The one setting of the notebook, not of the box, that the kernel is given: the language it speaks
@@ -108,14 +110,32 @@ def kernel_language(environ) -> dict[str, str]:
     return {LANGUAGE_ENV: lang} if re.fullmatch(r"[A-Za-z]{2,3}(?:_[A-Za-z]{2,4})?", lang) else {}
 
 
-_LAUNCHER = threading.local()
+@dataclass
+class KernelBox:
+    """One submission's kernel box, as data: where it works (``scratch``), where its connection file and
+    sockets are (``rundir``), its limits, its cgroup's folders, whether bubblewrap runs it, the judge's
+    verdicts file it may read, the kernelspec folder (:func:`write_kernelspec`) and, in the pre-started
+    sandbox, ``launch(connection_file, env) -> Popen-like`` (:meth:`.zygote.Zygote.kernel`)."""
+    scratch: Path
+    rundir: Path
+    limits: Limits
+    specs: Path
+    cgroup_dirs: list = field(default_factory=list)
+    bwrap: bool = False
+    verdicts: "Path | None" = None
+    launch: object = None
 
-
-def use_kernel_launcher(launch) -> None:
-    """On this thread, kernels start through ``launch(connection_file, env) -> Popen-like`` (``env``: what
-    :func:`kernel_language` gives the kernel) instead of the
-    kernelspec's command (the pre-started sandbox of :mod:`.zygote`); ``None``: the kernelspec again."""
-    _LAUNCHER.launch = launch
+    def env(self, language: str = "") -> dict[str, str]:
+        """What the kernel's process is told (the settings :func:`kernel_main` and the pre-started
+        sandbox read), with the notebook's ``language`` (:func:`kernel_language`)."""
+        env = {"COURSE_SANDBOX_SCRATCH": str(self.scratch), "COURSE_SANDBOX_RUN": str(self.rundir),
+               "COURSE_SANDBOX_LIMITS": self.limits.to_env(),
+               "COURSE_SANDBOX_CGROUP": os.pathsep.join(str(d) for d in self.cgroup_dirs),
+               "COURSE_SANDBOX_BWRAP": "1" if self.bwrap else "0"}
+        if self.verdicts is not None:
+            env["COURSE_VERDICTS"] = str(self.verdicts)
+        env.update(kernel_language({LANGUAGE_ENV: language}))
+        return env
 
 
 @functools.lru_cache(maxsize=None)
@@ -164,26 +184,30 @@ def kernel_manager_class():
         """Connection file and IPC sockets in the folder shared with the sandbox; the kernel is ready
         when it answers, and found ended within milliseconds (jupyter_client polls every 0.1 s)."""
 
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            rundir = Path(os.environ["COURSE_SANDBOX_RUN"])
+        course_box: "KernelBox | None" = None
+
+        def use_box(self, box: KernelBox) -> None:
+            """This manager's kernel runs in ``box``: its kernelspec, connection file and sockets there."""
+            from jupyter_client.kernelspec import KernelSpecManager
+
+            self.course_box = box
+            self.kernel_spec_manager = KernelSpecManager(kernel_dirs=[str(Path(box.specs) / "kernels")])
             self.transport = "ipc"
-            self.connection_file = str(rundir / f"kernel-{uuid.uuid4().hex[:8]}.json")
-            self.ip = str(rundir / "k")
+            self.connection_file = str(Path(box.rundir) / f"kernel-{uuid.uuid4().hex[:8]}.json")
+            self.ip = str(Path(box.rundir) / "k")
             self.client_factory = _ready_client_class()
-            # made on the grading thread; the kernel may be started from another (run_sync)
-            self.course_launch = getattr(_LAUNCHER, "launch", None)
 
         async def _async_finish_shutdown(self, waittime=None, pollinterval: float = 0.1, restart: bool = False):
             return await super()._async_finish_shutdown(waittime, min(pollinterval, 0.005), restart)
 
         async def _async_launch_kernel(self, kernel_cmd, **kw):
-            if self.course_launch is None:
+            box = self.course_box
+            if box is None or box.launch is None:
                 return await super()._async_launch_kernel(kernel_cmd, **kw)
             prov = self.provisioner
-            proc = self.course_launch(self.connection_file, kernel_language(kw.get("env")))
+            proc = box.launch(self.connection_file, dict(kw.get("env") or {}))
             prov.process, prov.pid, prov.pgid = proc, proc.pid, None
-            prov.cwd = os.environ.get("COURSE_SANDBOX_SCRATCH")
+            prov.cwd = str(box.scratch)
             self._reconcile_connection_info(prov.connection_info)
 
     return SandboxKernelManager

@@ -55,10 +55,11 @@ SERVER_MEMORY = 768 << 20
 #: what the server keeps: make each run with the runs' uid, end them; a run keeps nothing
 KEEP_CAPS = ("setuid", "setgid", "setpcap", "kill")
 
-__all__ = ["Zygote", "enabled", "for_this_thread", "current", "start_times", "stop_all"]
+__all__ = ["Zygote", "enabled", "acquire", "prestart", "start_times", "stop_all"]
 
-_local = threading.local()
 _ALL: list["Zygote"] = []
+_IDLE: list["Zygote"] = []     # started sandboxes no submission holds now (this process's pool)
+_POOL_LOCK = threading.Lock()
 
 
 def enabled(limits: "Limits | None" = None) -> bool:
@@ -70,22 +71,40 @@ def enabled(limits: "Limits | None" = None) -> bool:
             and shutil.which("setpriv") is not None)
 
 
-def for_this_thread(limits: "Limits") -> "Zygote | None":
-    """This thread's pre-started sandbox (made on first use), or None where it is not used."""
+def _take(limits: "Limits") -> "Zygote":
+    with _POOL_LOCK:
+        for i, z in enumerate(_IDLE):
+            if z.limits == limits:
+                return _IDLE.pop(i)
+    return Zygote(limits)
+
+
+def _give_back(z: "Zygote") -> None:
+    with _POOL_LOCK:
+        if z not in _IDLE:
+            _IDLE.append(z)
+
+
+@contextlib.contextmanager
+def acquire(limits: "Limits"):
+    """A pre-started sandbox with ``limits`` held by the caller alone until the block ends (then kept for the
+    next submission of this process), or None where it is not used. Two submissions graded at once in one
+    process hold two sandboxes: whoever grades is handed its sandbox, it never looks it up."""
     if not enabled(limits):
-        return None
-    z = getattr(_local, "zygote", None)
-    if z is None or z.limits != limits:
-        if z is not None:
-            z.stop()
-        z = _local.zygote = Zygote(limits)
-    return z
+        yield None
+        return
+    z = _take(limits)
+    try:
+        yield z
+    finally:
+        _give_back(z)
 
 
-def current() -> "Zygote | None":
-    """The sandbox the submission being graded on this thread runs in (None: one sandbox per run)."""
-    z = getattr(_local, "active", None)
-    return z if z is not None and z.in_submission else None
+def prestart(limits: "Limits") -> None:
+    """Start one pre-started sandbox of this process before the first submission comes (a worker's)."""
+    with acquire(limits) as z:
+        if z is not None and not z.alive:
+            z.start()
 
 
 def start_times() -> list[float]:
@@ -328,13 +347,9 @@ class Zygote:
         folder = self.area / f"sub-{next(self._ids)}"
         folder.mkdir(mode=0o755)
         self.in_submission = True
-        _local.active = self
-        kernel.use_kernel_launcher(self.kernel)
         try:
             yield folder
         finally:
-            kernel.use_kernel_launcher(None)
-            _local.active = None
             self.in_submission = False
             # first every process of the submission ends (and its /tmp, IPC objects and keys go): only
             # then does anything touch its folder, and by file descriptor (links inside are not followed)
@@ -418,21 +433,21 @@ class Zygote:
                 reason = describe_exit(code, None, timed_out, wall_seconds)
         return RunResult(code, timed_out, True, time.monotonic() - t0, reason)
 
-    def kernel(self, connection_file: str, extra_env: dict | None = None) -> Child:
+    def kernel(self, connection_file: str, env: dict) -> Child:
         """The notebook's kernel (``python -m ipykernel_launcher -f CONNECTION``), as a fork of the server,
-        with the settings :func:`.kernel.kernel_main` reads from the grader's environment (and ``extra_env``,
-        the kernel's language: :func:`.kernel.kernel_language`)."""
-        scratch = Path(os.environ["COURSE_SANDBOX_SCRATCH"])
-        rundir = Path(os.environ["COURSE_SANDBOX_RUN"])
+        with the settings :func:`.kernel.kernel_main` reads, given as data (``env``: the kernel's start
+        environment, :meth:`.kernel.KernelBox.env`): its folders, the verdicts file, its language."""
+        scratch = Path(env["COURSE_SANDBOX_SCRATCH"])
+        rundir = Path(env["COURSE_SANDBOX_RUN"])
         # A restart (a cell that ended the kernel, a timeout, exit()): what the old kernel left (a daemon
         # racing the walk below, swapping a folder for a link) is killed before root touches its folders.
         self.clean()
         for path in (scratch, rundir):
             workspace.give_to(path, self.uid)
-        env = {}
-        if os.environ.get("COURSE_VERDICTS"):
-            env["COURSE_VERDICTS"] = os.environ["COURSE_VERDICTS"]
-        env.update(kernel.kernel_language(extra_env))
+        given = {}
+        if env.get("COURSE_VERDICTS"):
+            given["COURSE_VERDICTS"] = env["COURSE_VERDICTS"]
+        given.update(kernel.kernel_language(env))
         argv = kernel.kernel_argv(connection_file)
         log = rundir / "kernel.log"
-        return self.spawn(argv[0], argv, scratch, env=env, module=True, stdout=log, stderr=log)
+        return self.spawn(argv[0], argv, scratch, env=given, module=True, stdout=log, stderr=log)
