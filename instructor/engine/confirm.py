@@ -286,7 +286,8 @@ def with_error_output(why: str, tail: str) -> str:
 
 
 def confirm(nb, assignment: str, *, limits=None, workdir: Path | None = None,
-            use_sandbox: bool = True, wanted: list[str] | None = None) -> Confirmation:
+            use_sandbox: bool = True, wanted: list[str] | None = None,
+            warm=None) -> Confirmation:
     """Verdicts for the graded test cells ``wanted`` (default: those of ``nb``, a canonical notebook).
 
     Every code cell but the tests runs, in notebook order: nothing is left out by reading the code."""
