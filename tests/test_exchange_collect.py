@@ -1,7 +1,8 @@
 """Collect accepts only what the named student handed in (``instructor/classroom/exchange.py``).
 
-Two forged folders in a real nbgrader exchange, next to two honest submissions made with ``nbgrader
-submit``: ``bob+...`` owned by another OS account (a uid with no account here: what another account
+Two forged folders in a real nbgrader exchange, next to two honest submissions made with nbgrader's
+own release, fetch and submit (its classes, run in the test's process: the collect is what is tested,
+and each command in a new Python cost about 3 s of imports): ``bob+...`` owned by another OS account (a uid with no account here: what another account
 on a shared exchange leaves), and ``alice+...+2099-01-01 ...`` stamped far in the future, owned by the
 shared account. Plain nbgrader (``ExchangeCollect``) collects both as alice's and bob's submissions;
 the course's configuration refuses both (an error naming each folder and why, a failed collect) and
@@ -62,6 +63,53 @@ def _chown_tree(path: Path, uid: int) -> None:
     os.lchown(path, uid, uid)
 
 
+def _instructor_steps(course: Path) -> None:
+    """``nbgrader generate_assignment 00_orientation --force`` then ``release_assignment``, run in the
+    course folder, in this process: through nbgrader's API (what formgrader's buttons call), on the
+    configuration the commands read there."""
+    from nbgrader.apps import NbGraderAPI
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    config.CourseDirectory.root = str(course)
+    cwd = os.getcwd()
+    os.chdir(course)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("PATH", _env()["PATH"])   # the gradebook runs alembic by name
+            api = NbGraderAPI(config=config)
+            for step in (lambda: api.generate_assignment(ASSIGNMENT, force=True),
+                         lambda: api.release_assignment(ASSIGNMENT)):
+                reply = step()
+                assert reply["success"], reply.get("error") or reply.get("log")
+    finally:
+        os.chdir(cwd)
+
+
+def _student_step(home: Path, student: str, step: str) -> None:
+    """``nbgrader fetch_assignment|submit 00_orientation --course … --student <student>`` run in ``home``,
+    in this process: the classes the command runs (nbgrader's default exchange), configured as the command
+    configures them (``home``'s nbgrader_config.py, then the command line's course and student), without
+    a new Python paying nbgrader's imports again (about 3 s of CPU per command; issue 37)."""
+    from nbgrader.auth import Authenticator
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.exchange.default import ExchangeFetchAssignment, ExchangeSubmit
+    from traitlets.config.loader import PyFileConfigLoader
+
+    cfg = PyFileConfigLoader("nbgrader_config.py", path=str(home)).load_config()
+    cfg.CourseDirectory.course_id = COURSE_ID
+    cfg.CourseDirectory.student_id = student
+    cfg.CourseDirectory.assignment_id = ASSIGNMENT
+    cfg.CourseDirectory.root = str(home)
+    cls = {"fetch_assignment": ExchangeFetchAssignment, "submit": ExchangeSubmit}[step]
+    cwd = os.getcwd()
+    os.chdir(home)   # where the command runs: the assignment's folder is found (fetch: made) here
+    try:
+        cls(coursedir=CourseDirectory(config=cfg), authenticator=Authenticator(config=cfg), config=cfg).start()
+    finally:
+        os.chdir(cwd)
+
+
 @pytest.fixture(scope="module")
 def exchange_course(tmp_path_factory):
     """A course folder on the course's own configuration (its ``nbgrader_config.py`` loads the
@@ -76,15 +124,14 @@ def exchange_course(tmp_path_factory):
         "c = get_config()\n"
         f"load_subconfig({str(REPO / 'nbgrader_config.py')!r})  # the course's configuration\n"
         f"c.Exchange.root = {str(ex)!r}\n")
-    _nbgrader(["generate_assignment", ASSIGNMENT, "--force"], course)
-    _nbgrader(["release_assignment", ASSIGNMENT], course)
+    _instructor_steps(course)
     for student in ("alice", "bob"):
         home = tmp / student
         home.mkdir()
         (home / "nbgrader_config.py").write_text(f"c = get_config()\nc.Exchange.root = {str(ex)!r}\n"
                                                  f"c.Exchange.cache = {str(home / '.cache')!r}\n")
-        _nbgrader(["fetch_assignment", ASSIGNMENT, "--course", COURSE_ID, "--student", student], home)
-        _nbgrader(["submit", ASSIGNMENT, "--course", COURSE_ID, "--student", student], home)
+        _student_step(home, student, "fetch_assignment")
+        _student_step(home, student, "submit")
     inbound = ex / COURSE_ID / "inbound"
     honest = {p.name.split("+")[0]: p for p in inbound.iterdir()}
     assert sorted(honest) == ["alice", "bob"]
