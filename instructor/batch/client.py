@@ -79,19 +79,19 @@ def source_digest(root: Path, assignment: str) -> str:
 # --------------------------------------------------------------------------- results as JSON
 
 def result_to_json(res) -> dict:
-    d = dataclasses.asdict(res)
-    d["feedback"], d["autograded"] = [], []   # the service's private paths mean nothing to the client
-    return d
+    """A service worker's result on the wire: its outcome (:meth:`~instructor.engine.pipeline.Outcome.to_json`)
+    and the executed notebooks the client records; the service's own paths stay with it."""
+    return {"outcome": res.to_json(), "executed": dict(res.executed)}
 
 
 def result_from_json(d: dict):
-    from ..engine.pipeline import QuestionScore, Result
+    from ..engine.pipeline import Result
 
-    fields = {f.name for f in dataclasses.fields(Result)}
-    d = {k: v for k, v in d.items() if k in fields}
-    d["questions"] = [QuestionScore(**q) for q in d.get("questions", [])]
-    d["feedback"], d["autograded"] = [], []
-    return Result(**d)
+    if not isinstance(d, dict) or not isinstance(d.get("executed", {}), dict):
+        raise ValueError("the service's result is not an outcome and its executed notebooks")
+    res = Result.from_json(d.get("outcome"))
+    res.executed = {str(k): v for k, v in d.get("executed", {}).items() if isinstance(v, str)}
+    return res
 
 
 # --------------------------------------------------------------------------- the client (grader account)

@@ -344,8 +344,7 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
         elif died is not None:
             why = (f"the grading process died while grading this submission (run started {died}); it is not "
                    "graded again, so that it cannot stop the others: look at it, then `grade --force` retries it")
-            done[i] = Result(sub.student, sub.assignment, ok=False, error="not graded: " + why,
-                             flags=list(dict.fromkeys(sub.flags + [why])))
+            done[i] = Result.failed(sub.student, sub.assignment, "not graded: " + why, flags=sub.flags + [why])
         else:
             todo.append(i)
     if done:
@@ -475,21 +474,20 @@ class Ledger:
         entry = self.data.get(self.key(sub))
         if not entry or entry.get("hash") != self.digest(sub) or not entry["result"].get("ok"):
             return None
-        r = dict(entry["result"])
-        r["questions"] = [QuestionScore(**q) for q in r["questions"]]
-        r["feedback"] = [Path(p) for p in r["feedback"]]
-        r["autograded"] = [Path(p) for p in r["autograded"]]
-        return Result(**r)
+        res = Result.from_json(entry["result"])
+        files = entry.get("files", entry["result"])   # (a ledger before 2026-12-05 kept them in the result)
+        res.feedback = [Path(p) for p in files.get("feedback", [])]
+        res.autograded = [Path(p) for p in files.get("autograded", [])]
+        return res
 
     def record(self, sub: Submission, res: Result) -> None:
-        from dataclasses import asdict
-
-        result = asdict(res)
-        result["feedback"] = [str(p) for p in res.feedback]
-        result["autograded"] = [str(p) for p in res.autograded]
-        result["executed"], result["verdicts"], result["notes"] = {}, res.verdicts, []
+        result = res.to_json()
+        result["notes"] = []
         entry = self.data.get(self.key(sub), {})
-        self.data[self.key(sub)] = {"hash": self.digest(sub), "result": result, "times": entry.get("times", 0) + 1,
+        self.data[self.key(sub)] = {"hash": self.digest(sub), "result": result,
+                                    "files": {"feedback": [str(p) for p in res.feedback],
+                                              "autograded": [str(p) for p in res.autograded]},
+                                    "times": entry.get("times", 0) + 1,
                                     "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
         write_atomically(self.path, json.dumps(self.data, indent=1, default=str))
 

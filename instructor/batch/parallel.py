@@ -368,7 +368,7 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
                 lost.append(i)
                 continue
             except Exception as err:  # noqa: BLE001
-                res = Result(subs[i].student, subs[i].assignment, ok=False, error=f"{type(err).__name__}: {err}")
+                res = Result.failed(subs[i].student, subs[i].assignment, f"{type(err).__name__}: {err}")
             finish(i, res)
         pool.shutdown(wait=True, cancel_futures=True)
         pool = None
@@ -400,9 +400,8 @@ def _run_local(subs, staged, jobs, run_pool, finish) -> None:
             if not run_pool([i], 1):
                 break
             if attempt == MAX_WORKER_DEATHS:
-                res = Result(subs[i].student, subs[i].assignment, ok=False,
-                             error=f"the submission killed its grading worker {attempt} times; not retried")
-                res.flags.append(res.error)
+                why = f"the submission killed its grading worker {attempt} times; not retried"
+                res = Result.failed(subs[i].student, subs[i].assignment, why, flags=[why])
                 finish(i, res)
 
 
@@ -416,7 +415,7 @@ def _run_remote(remote, subs, staged, jobs: int, finish) -> None:
         try:
             return remote(subs[i].student, subs[i].assignment, {p.name: p.read_bytes() for p in staged[i][1]})
         except Exception as err:  # noqa: BLE001 - reported per submission
-            return Result(subs[i].student, subs[i].assignment, ok=False, error=f"grading service: {err}")
+            return Result.failed(subs[i].student, subs[i].assignment, f"grading service: {err}")
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as threads:
         futures = {threads.submit(one, i): i for i in longest_first(staged)}
@@ -457,9 +456,8 @@ def _run_dask(scheduler, subs, staged, config_text, limits, finish, poll: float 
         def charge(i: int) -> None:
             deaths[i] += 1
             if deaths[i] >= MAX_WORKER_DEATHS:
-                res = Result(subs[i].student, subs[i].assignment, ok=False,
-                             error=f"the submission killed its grading worker {deaths[i]} times; not retried")
-                res.flags.append(res.error)
+                why = f"the submission killed its grading worker {deaths[i]} times; not retried"
+                res = Result.failed(subs[i].student, subs[i].assignment, why, flags=[why])
                 finish(i, res)
             else:
                 pending.insert(0, i)
@@ -507,8 +505,7 @@ def _run_dask(scheduler, subs, staged, config_text, limits, finish, poll: float 
                     charge(i)
                     continue
                 except Exception as err:  # noqa: BLE001
-                    res = Result(subs[i].student, subs[i].assignment, ok=False,
-                                 error=f"{type(err).__name__}: {err}")
+                    res = Result.failed(subs[i].student, subs[i].assignment, f"{type(err).__name__}: {err}")
                 finish(i, res)
     finally:
         if not isinstance(scheduler, Client):

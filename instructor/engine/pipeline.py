@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import functools
 import json
 import os
@@ -40,7 +41,7 @@ from .canonical import canonical_notebook
 from .execute import sandboxed_execute_class, source_key
 from .i18n import shown_verdicts
 
-__all__ = ["Submission", "QuestionScore", "Result", "sandboxed_config", "replay_config", "nbgrader_api", "check_ok",
+__all__ = ["Submission", "QuestionScore", "Outcome", "Result", "sandboxed_config", "replay_config", "nbgrader_api", "check_ok",
            "prepare_environment", "stage", "grade_one", "keep_lower", "record", "scores", "annotate_feedback",
            "read_notebook", "failing_tests", "short_error", "failure_reason", "write_atomically"]
 
@@ -391,14 +392,16 @@ class QuestionScore:
 
 
 @dataclass
-class Result:
+class Outcome:
+    """What grading one submission gave, as plain data: the scores, the judge's verdicts, the flags and
+    notes, the timings. It is what every runner returns and what crosses a process or a socket
+    (:meth:`to_json` / :meth:`from_json`, the one serializer); the files grading wrote are not part of
+    it (:class:`Result`'s artifacts). A submission that could not be graded: :meth:`failed`."""
     student: str
     assignment: str
     ok: bool
     questions: list[QuestionScore] = field(default_factory=list)
     error: str = ""
-    feedback: list[Path] = field(default_factory=list)
-    autograded: list[Path] = field(default_factory=list)
     seconds: float = 0.0  # wall time of grading this submission (confirmation + nbgrader autograde)
     notes: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)      # what the submission did that grading undid or stopped
@@ -406,10 +409,37 @@ class Result:
     confirm_seconds: float = 0.0
     sandboxed: bool = False
     verdicts: dict = field(default_factory=dict)   # grade_id -> the judge's verdict (plain data)
-    executed: dict = field(default_factory=dict)   # notebook name -> executed notebook (JSON), from a worker
     recorded: bool = False                         # a worker recorded it in the course's gradebook itself
     phases: dict = field(default_factory=dict)     # where the seconds went (see :func:`_add_phase`)
     started: float = 0.0                           # when its grading began (time.time(), on its worker)
+
+    @classmethod
+    def failed(cls, student: str, assignment: str, reason: str, *, flags=(), **more):
+        """A submission not graded, and why (``reason``: the one line a reader sees first)."""
+        return cls(student, assignment, ok=False, error=str(reason), flags=list(dict.fromkeys(flags)), **more)
+
+    def to_json(self) -> dict:
+        """The outcome as JSON-able data (its fields; never a file or a path)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(Outcome)}
+        out["questions"] = [dataclasses.asdict(q) for q in self.questions]
+        return json.loads(json.dumps(out, default=str))
+
+    @classmethod
+    def from_json(cls, data: dict):
+        """What :meth:`to_json` wrote, back (keys it does not know are left out); a ``ValueError`` names
+        what is wrong with data that is not an outcome."""
+        if not isinstance(data, dict):
+            raise ValueError(f"an outcome is a JSON object, not {type(data).__name__}")
+        known = {f.name: f for f in dataclasses.fields(Outcome)}
+        missing = [k for k in ("student", "assignment", "ok") if k not in data]
+        if missing:
+            raise ValueError(f"an outcome needs {', '.join(missing)}")
+        kept = {k: v for k, v in data.items() if k in known}
+        try:
+            kept["questions"] = [QuestionScore(**q) for q in kept.get("questions") or []]
+        except TypeError as err:
+            raise ValueError(f"an outcome's questions are not what to_json writes ({err})") from None
+        return cls(**kept)
 
     @property
     def auto_score(self) -> float:
@@ -422,6 +452,20 @@ class Result:
     @property
     def manual_pending(self) -> float:
         return sum(q.max_score for q in self.questions if q.kind != "auto" and q.score is None)
+
+
+@dataclass
+class Result(Outcome):
+    """An :class:`Outcome` with the artifacts grading left where it ran: the feedback pages and autograded
+    notebooks (paths on that machine), and the executed notebooks a worker hands to the one process
+    that records grades (``executed``: notebook name -> JSON). Artifacts never travel in :meth:`to_json`."""
+    feedback: list[Path] = field(default_factory=list)
+    autograded: list[Path] = field(default_factory=list)
+    executed: dict = field(default_factory=dict)
+
+    @property
+    def outcome(self) -> Outcome:
+        return Outcome.from_json(self.to_json())
 
 
 def scores(api, assignment: str, student: str) -> list[QuestionScore]:

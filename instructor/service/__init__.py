@@ -371,9 +371,8 @@ class Server:
                     break
                 except BrokenProcessPool:
                     if attempt == MAX_WORKER_DEATHS:
-                        res = Result(student, assignment, ok=False,
-                                     error=f"the submission killed its grading worker {attempt} times; not retried")
-                        res.flags.append(res.error)
+                        why = f"the submission killed its grading worker {attempt} times; not retried"
+                        res = Result.failed(student, assignment, why, flags=[why])
                 finally:
                     alone.shutdown(wait=False, cancel_futures=True)
         res.notes.append(f"graded by the root-owned grading service ({self.path}), in a private folder")
