@@ -63,10 +63,10 @@ def _chown_tree(path: Path, uid: int) -> None:
     os.lchown(path, uid, uid)
 
 
-def _instructor_steps(course: Path) -> None:
-    """``nbgrader generate_assignment 00_orientation --force`` then ``release_assignment``, run in the
-    course folder, in this process: through nbgrader's API (what formgrader's buttons call), on the
-    configuration the commands read there."""
+def _instructor_steps(course: Path, release: bool = True) -> None:
+    """``nbgrader generate_assignment 00_orientation --force`` then (``release``) ``release_assignment``,
+    run in the course folder, in this process: through nbgrader's API (what formgrader's buttons call),
+    on the configuration the commands read there. Also used by tests/test_exchange.py."""
     from nbgrader.apps import NbGraderAPI
     from traitlets.config.loader import PyFileConfigLoader
 
@@ -78,30 +78,35 @@ def _instructor_steps(course: Path) -> None:
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("PATH", _env()["PATH"])   # the gradebook runs alembic by name
             api = NbGraderAPI(config=config)
-            for step in (lambda: api.generate_assignment(ASSIGNMENT, force=True),
-                         lambda: api.release_assignment(ASSIGNMENT)):
+            steps = [lambda: api.generate_assignment(ASSIGNMENT, force=True)]
+            if release:
+                steps.append(lambda: api.release_assignment(ASSIGNMENT))
+            for step in steps:
                 reply = step()
                 assert reply["success"], reply.get("error") or reply.get("log")
     finally:
         os.chdir(cwd)
 
 
-def _student_step(home: Path, student: str, step: str) -> None:
-    """``nbgrader fetch_assignment|submit 00_orientation --course … --student <student>`` run in ``home``,
-    in this process: the classes the command runs (nbgrader's default exchange), configured as the command
-    configures them (``home``'s nbgrader_config.py, then the command line's course and student), without
-    a new Python paying nbgrader's imports again (about 3 s of CPU per command; issue 37)."""
+def _student_step(home: Path, student: str, step: str, assignment: str = ASSIGNMENT,
+                  course_id: str = COURSE_ID) -> None:
+    """``nbgrader fetch_assignment|submit|fetch_feedback ASSIGNMENT --course COURSE --student STUDENT``
+    run in ``home``, in this process: the class the command runs (nbgrader's default exchange; the ones
+    the Assignments panel's handlers run too), configured as the command configures it (``home``'s
+    nbgrader_config.py, then the command line's course and student), without a new Python paying
+    nbgrader's imports again (about 3 s of CPU per command; issue 37). Also used by tests/test_exchange.py."""
     from nbgrader.auth import Authenticator
     from nbgrader.coursedir import CourseDirectory
-    from nbgrader.exchange.default import ExchangeFetchAssignment, ExchangeSubmit
+    from nbgrader.exchange.default import ExchangeFetchAssignment, ExchangeFetchFeedback, ExchangeSubmit
     from traitlets.config.loader import PyFileConfigLoader
 
     cfg = PyFileConfigLoader("nbgrader_config.py", path=str(home)).load_config()
-    cfg.CourseDirectory.course_id = COURSE_ID
+    cfg.CourseDirectory.course_id = course_id
     cfg.CourseDirectory.student_id = student
-    cfg.CourseDirectory.assignment_id = ASSIGNMENT
+    cfg.CourseDirectory.assignment_id = assignment
     cfg.CourseDirectory.root = str(home)
-    cls = {"fetch_assignment": ExchangeFetchAssignment, "submit": ExchangeSubmit}[step]
+    cls = {"fetch_assignment": ExchangeFetchAssignment, "submit": ExchangeSubmit,
+           "fetch_feedback": ExchangeFetchFeedback}[step]
     cwd = os.getcwd()
     os.chdir(home)   # where the command runs: the assignment's folder is found (fetch: made) here
     try:
