@@ -14,9 +14,11 @@ notebook lost points graded anywhere but first.)
 
 Until issue 37 this graded the class of three twelve times (three orders x two sandboxes x two
 ``--jobs``) plus once more from the ``/tmp`` checkout: 13 grader starts and 21 workers, each paying its
-imports and the first plot again. Now four gradings of seven: the same configurations, each order
+imports and the first plot again. Now four gradings of seven: the same configurations, each sample
 still graded first by a fresh worker in each sandbox mode (see :data:`CONFIGS`), and every sample after
-every other on one worker (before: only the three pairs the orders' rotation gives).
+every other on one worker (before: only the three pairs the orders' rotation gives). Not replayed any
+more: each of the three orders from a fresh worker in every configuration (two of them are, with
+``--jobs 1``, one per sandbox mode).
 """
 from __future__ import annotations
 
