@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from .yolo import LegacyDetect, legacy_decode
+from .i18n import _
 from .runtime import grading
 
 __all__ = ["ObjectnessHead", "attack_model", "EveryBoxObjective", "attack_effect",
@@ -143,11 +144,11 @@ def show_attack(model, image, delta, eps=None, conf=0.5):
         b, a = float(best_objectness(model, image)), float(best_objectness(model, image + delta))
     d0, d1 = detect(model, image, conf=conf)[0], detect(model, image + delta, conf=conf)[0]
     fig, axes = plt.subplots(1, 3, figsize=(9, 3.3))
-    draw_detections(axes[0], image[0], d0, f"before: best objectness {b:.3f}\n{len(d0)} detection(s)")
-    draw_detections(axes[1], (image + delta)[0], d1, f"after: best objectness {a:.3f}\n{len(d1)} detection(s)")
+    draw_detections(axes[0], image[0], d0, _(f"before: best objectness {b:.3f}") + "\n" + _(f"{len(d0)} detection(s)"))
+    draw_detections(axes[1], (image + delta)[0], d1, _(f"after: best objectness {a:.3f}") + "\n" + _(f"{len(d1)} detection(s)"))
     shown = (delta[0].detach().cpu() / (2 * eps) + 0.5).clamp(0, 1)
     axes[2].imshow(shown.permute(1, 2, 0).numpy(), interpolation="nearest")
-    axes[2].set_title(f"perturbation (grey = 0, ±{eps * 255:.0f}/255)", fontsize=9)
+    axes[2].set_title(_(f"perturbation (grey = 0, ±{eps * 255:.0f}/255)"), fontsize=9)
     axes[2].axis("off")
     fig.tight_layout()
     return fig
@@ -168,13 +169,13 @@ def show_vanish(model, images, delta, history, shown=4):
     fig = plt.figure(figsize=(10, 4.6))
     grid = fig.add_gridspec(2, shown + 1, width_ratios=[1] * shown + [1.6])
     for i in range(shown):
-        draw_detections(fig.add_subplot(grid[0, i]), images[i], before[i], f"before: {len(before[i])}")
-        draw_detections(fig.add_subplot(grid[1, i]), (images + delta)[i], after[i], f"after: {len(after[i])}")
+        draw_detections(fig.add_subplot(grid[0, i]), images[i], before[i], _(f"before: {len(before[i])}"))
+        draw_detections(fig.add_subplot(grid[1, i]), (images + delta)[i], after[i], _(f"after: {len(after[i])}"))
     ax = fig.add_subplot(grid[:, shown])
     total = max(history)
     ax.plot(range(len(history)), history, marker="o", ms=3)
-    ax.set_xlabel("PGD step")
-    ax.set_ylabel(f"detections left in {len(images)} images")
+    ax.set_xlabel(_("PGD step"))
+    ax.set_ylabel(_(f"detections left in {len(images)} images"))
     ax.set_ylim(0, total + 1)
     ax.grid(alpha=0.3)
     fig.tight_layout()

@@ -47,11 +47,15 @@ class CheckFailed(AssertionError):
 
 def describe(value: Any) -> str:
     """A one-line description of a value: tensors by dtype, shape and device, not by content."""
+    from .i18n import _   # the Chinese edition: described in Chinese
+
     if isinstance(value, torch.Tensor):
-        extra = ", requires_grad" if value.requires_grad else ""
-        return f"tensor {str(value.dtype).replace('torch.', '')} {tuple(value.shape)} on {value.device}{extra}"
+        dtype, shape = str(value.dtype).replace('torch.', ''), tuple(value.shape)
+        if value.requires_grad:
+            return _(f"tensor {dtype} {shape} on {value.device}, requires_grad")
+        return _(f"tensor {dtype} {shape} on {value.device}")
     if isinstance(value, (list, tuple)) and len(value) > 6:
-        return f"{type(value).__name__} of {len(value)} items"
+        return _(f"{type(value).__name__} of {len(value)} items")
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
 
@@ -228,7 +232,9 @@ def _crash_detail(err: BaseException, lines: int = 3) -> str:
     cell_frames = [f for f in traceback.extract_tb(err.__traceback__)
                    if "ipykernel_" in (f.filename or "") or (f.filename or "").startswith("<ipython-input")]
     if cell_frames and cell_frames[-1].line:
-        text += f"\nat: {cell_frames[-1].line.strip()[:100]}  (in {cell_frames[-1].name})"
+        from .i18n import _
+
+        text += "\n" + _(f"at: {cell_frames[-1].line.strip()[:100]}  (in {cell_frames[-1].name})")
     return text
 
 

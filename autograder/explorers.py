@@ -32,6 +32,8 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
+from .i18n import _
+
 __all__ = [
     "SavedInfo", "GraphNode", "AutogradGraph", "saved_tensors", "autograd_graph", "stale_saved",
     "draw_autograd_graph", "saved_bytes", "freed_saved", "VersionExplorer", "Snapshot", "DecodeExplorer", "decode_one",
@@ -134,7 +136,7 @@ class SavedInfo:
     def describe(self) -> str:
         who = self.label
         if self.stale:
-            return f"{self.attr} = {who}: saved at v{self.saved_version}, now v{self.current_version} (stale)"
+            return f"{self.attr} = {who}: " + _(f"saved at v{self.saved_version}, now v{self.current_version} (stale)")
         return f"{self.attr} = {who} (v{self.current_version})"
 
 
@@ -213,7 +215,7 @@ class GraphNode:
     def short(self) -> str:
         label = self.label.replace("torch::autograd::", "")
         if self.is_leaf:
-            return f"AccumulateGrad\n(leaf {self.leaf_name})" if self.leaf_name else "AccumulateGrad"
+            return "AccumulateGrad\n" + _(f"(leaf {self.leaf_name})") if self.leaf_name else "AccumulateGrad"
         return label
 
     @property
@@ -412,8 +414,8 @@ def draw_autograd_graph(roots, names: dict[str, torch.Tensor] | None = None, tit
         ax.text(x, y, node.short, ha="center", va="center", fontsize=8.5, family="monospace")
         for j, s in enumerate(node.saved):
             sx, sy = x + 1.3, y + 0.18 - 0.34 * j
-            text = ("saved " + s.attr + ": " + s.label
-                    + (f"\nsaved at v{s.saved_version}, now v{s.current_version}" if s.stale
+            text = (_(f"saved {s.attr}: {s.label}")
+                    + ("\n" + _(f"saved at v{s.saved_version}, now v{s.current_version}") if s.stale
                        else f" (v{s.current_version})"))
             ax.text(sx, sy, text, fontsize=7, ha="left", va="center",
                     color=RED if s.stale else "#6b5900", fontweight="bold" if s.stale else "normal",
@@ -425,9 +427,9 @@ def draw_autograd_graph(roots, names: dict[str, torch.Tensor] | None = None, tit
     ax.set_ylim(min(ys) - 0.7, max(ys) + 0.7)
     ax.axis("off")
     stale = graph.stale()
-    verdict = ("backward() would FAIL: " + ", ".join(f"{s.label} saved by {n.short.split(chr(10))[0]}"
-                                                      for n, s in stale) + " was modified in place"
-               if stale else "backward() would run: every saved tensor is at the version it was saved at")
+    which = ", ".join(_(f"{s.label} saved by {n.short.split(chr(10))[0]}") for n, s in stale)
+    verdict = (_(f"backward() would FAIL: {which} was modified in place")
+               if stale else _("backward() would run: every saved tensor is at the version it was saved at"))
     ax.set_title((title + "\n" if title else "") + verdict, fontsize=9.5, color=RED if stale else GREEN)
     return fig
 
@@ -534,26 +536,27 @@ class VersionExplorer(_Explorer):
     def saved_lines(snap: Snapshot) -> list[str]:
         """What the nodes saved, one line each; when they saved nothing, why (it depends on the state)."""
         if snap.saved:
-            return [f"{op} saved {s.describe()}" for op, s in snap.saved]
+            return [_(f"{op} saved {s.describe()}") for op, s in snap.saved]
         if not snap.has_graph:
-            return ["no autograd node yet: no tensor has a grad_fn"]
+            return [_("no autograd node yet: no tensor has a grad_fn")]
         if snap.freed:
-            return ["none any more: backward() freed the tensors the nodes had saved"]
-        return ["the autograd nodes so far saved no tensor"]
+            return [_("none any more: backward() freed the tensors the nodes had saved")]
+        return [_("the autograd nodes so far saved no tensor")]
 
     @staticmethod
     def verdict(snap: Snapshot) -> str:
         """backward() at this moment, in words (the line's own error first)."""
         if snap.error:
-            return "this line raised " + snap.error
+            return _(f"this line raised {snap.error}")
         if snap.stale:
-            return "backward() now: FAILS — " + "; ".join(
-                f"{op} needs {s.label} at v{s.saved_version}, it is at v{s.current_version}" for op, s in snap.stale)
+            reasons = "; ".join(_(f"{op} needs {s.label} at v{s.saved_version}, it is at v{s.current_version}")
+                                for op, s in snap.stale)
+            return _(f"backward() now: FAILS — {reasons}")
         if snap.freed:
-            return "backward() ran: the graph's saved tensors are freed"
+            return _("backward() ran: the graph's saved tensors are freed")
         if not snap.has_graph:
-            return "backward() now: no graph yet, nothing to differentiate"
-        return "backward() now: would run"
+            return _("backward() now: no graph yet, nothing to differentiate")
+        return _("backward() now: would run")
 
     # -- navigation
     @property
@@ -582,20 +585,20 @@ class VersionExplorer(_Explorer):
     # -- text and figure
     def report(self, snap: Snapshot | None = None) -> str:
         snap = snap or self.state
-        out = [f"after line {snap.step}: {snap.line}" if snap.line else "before line 1"]
+        out = [_(f"after line {snap.step}: {snap.line}") if snap.line else _("before line 1")]
         for t in snap.tensors.values():
             out.append(f"  {t.name:>5}._version = {t.version}   grad_fn = {t.grad_fn}")
         out += ["  " + line for line in self.saved_lines(snap)]
         if snap.error:
-            out.append("  this line raised " + snap.error)
+            out.append("  " + _(f"this line raised {snap.error}"))
         if snap.stale:
-            out.append("  backward() would FAIL now")
+            out.append("  " + _("backward() would FAIL now"))
         elif snap.freed:
-            out.append("  backward() ran; what the nodes saved is freed")
+            out.append("  " + _("backward() ran; what the nodes saved is freed"))
         elif snap.has_graph:
-            out.append("  backward() would run now")
+            out.append("  " + _("backward() would run now"))
         else:
-            out.append("  no graph yet: nothing to run backward() on")
+            out.append("  " + _("no graph yet: nothing to run backward() on"))
         return "\n".join(out)
 
     def figure(self, snap: Snapshot | None = None) -> Figure:
@@ -617,7 +620,7 @@ class VersionExplorer(_Explorer):
         code.set_xlim(0, 1)
         code.set_ylim(self.n_steps + 0.5, top)
         code.axis("off")
-        code.text(0.025, 0, "line   (▶ the line that just ran)", fontsize=8, color="#777777", va="center")
+        code.text(0.025, 0, _("line   (▶ the line that just ran)"), fontsize=8, color="#777777", va="center")
         for i, line in enumerate(self.lines, start=1):
             done = i <= snap.step
             if i == snap.step:
@@ -632,7 +635,7 @@ class VersionExplorer(_Explorer):
         table.set_xlim(-0.5, max(len(names), 1) - 0.5)
         table.set_ylim(self.n_steps + 0.5, top)
         table.axis("off")
-        table.text((len(names) - 1) / 2, top - 0.1, "._version of each tensor after each line",
+        table.text((len(names) - 1) / 2, top - 0.1, _("._version of each tensor after each line"),
                    ha="center", va="bottom", fontsize=8, color="#777777")
         header = 7.5 if len(names) <= 6 else 6.5
         for j, n in enumerate(names):
@@ -659,35 +662,36 @@ class VersionExplorer(_Explorer):
         bottom.axis("off")
         lines = self.saved_lines(snap)
         if len(lines) > 5:
-            lines = lines[:4] + [f"(+{len(lines) - 4} more)"]
+            lines = lines[:4] + [_(f"(+{len(lines) - 4} more)")]
         verdict = self.verdict(snap)
         if snap.error:
             verdict = textwrap.shorten(verdict, 240)
-        bottom.text(0, 1, "what each autograd node saved (and that tensor's version):\n" + "\n".join(lines),
+        bottom.text(0, 1, _("what each autograd node saved (and that tensor's version):") + "\n" + "\n".join(lines),
                     va="top", family="monospace", fontsize=8)
-        labels = {C_CELL: "version unchanged on that line",
-                  C_BUMP: "version went up on that line",
-                  C_STALE: "saved by a node, then written in place (stale)"}
+        labels = {C_CELL: _("version unchanged on that line"),
+                  C_BUMP: _("version went up on that line"),
+                  C_STALE: _("saved by a node, then written in place (stale)")}
         handles = [Patch(facecolor=c, edgecolor=RED if c == C_STALE else "#bbbbbb", label=labels[c])
                    for c in (C_CELL, C_BUMP, C_STALE) if c in used]
         if handles:
             legend = bottom.legend(handles=handles, loc="upper right", fontsize=7.5, frameon=False,
-                                   title="bold number: went up on that line" if bold else None,
+                                   title=_("bold number: went up on that line") if bold else None,
                                    title_fontsize=7.5, alignment="right")
             legend.get_title().set_color("#555555")
         bottom.text(0, 0.0, textwrap.fill(verdict, 125), va="bottom", fontsize=9.5, fontweight="bold",
                     color=RED if (snap.stale or snap.error) else GREEN if snap.has_graph else "#555555")
-        where = f"   (first fails after line {fail_at})" if fail_at else ""
-        fig.suptitle(f"{self.title}  step {snap.step}/{self.n_steps}{where}".strip(), fontsize=10.5, y=0.995)
+        where = "   " + _(f"(first fails after line {fail_at})") if fail_at else ""
+        fig.suptitle((f"{self.title}  " + _(f"step {snap.step}/{self.n_steps}") + where).strip(), fontsize=10.5,
+                     y=0.995)
         return fig
 
     # -- widget
     def widget(self):
         w = _widgets()
-        slider = w.IntSlider(value=self.step, min=0, max=self.n_steps, description="line",
+        slider = w.IntSlider(value=self.step, min=0, max=self.n_steps, description=_("line"),
                              continuous_update=False, layout=w.Layout(width="420px"))
-        prev_b = w.Button(description="◀ prev", layout=w.Layout(width="90px"))
-        next_b = w.Button(description="next ▶", layout=w.Layout(width="90px"))
+        prev_b = w.Button(description=_("◀ prev"), layout=w.Layout(width="90px"))
+        next_b = w.Button(description=_("next ▶"), layout=w.Layout(width="90px"))
         readout = w.HTML(value=self._html())
 
         def on_slider(change):
@@ -805,19 +809,19 @@ class DecodeExplorer(_Explorer):
         for j in range(1, self.ny):
             ax.plot([0, W], [j * s, j * s], color="#cccccc", lw=0.8)
         c0, r0 = v["col"] * s, v["row"] * s
-        ax.add_patch(Rectangle((c0, r0), s, s, facecolor="#dbe9f6", edgecolor=BLUE, lw=1.5, label="the cell"))
+        ax.add_patch(Rectangle((c0, r0), s, s, facecolor="#dbe9f6", edgecolor=BLUE, lw=1.5, label=_("the cell")))
         ax.add_patch(Rectangle((c0 - s / 2, r0 - s / 2), 2 * s, 2 * s, facecolor="none", edgecolor=BLUE,
-                               lw=1, ls=":", label="where its centre can land"))
+                               lw=1, ls=":", label=_("where its centre can land")))
         ax.add_patch(Rectangle((d["cx"] - aw / 2, d["cy"] - ah / 2), aw, ah, facecolor="none",
-                               edgecolor=ORANGE, lw=1.5, ls="--", label=f"anchor {aw:g}x{ah:g}"))
+                               edgecolor=ORANGE, lw=1.5, ls="--", label=_(f"anchor {aw:g}x{ah:g}")))
         ax.add_patch(Rectangle((d["cx"] - d["w"] / 2, d["cy"] - d["h"] / 2), d["w"], d["h"],
-                               facecolor=(0.17, 0.63, 0.17, 0.12), edgecolor=GREEN, lw=2.2, label="decoded box"))
+                               facecolor=(0.17, 0.63, 0.17, 0.12), edgecolor=GREEN, lw=2.2, label=_("decoded box")))
         ax.plot([d["cx"]], [d["cy"]], "o", color=GREEN, ms=5)
         ax.plot([c0 + s / 2], [r0 + s / 2], "+", color=BLUE, ms=8)
         ax.set_xticks([i * s for i in range(self.nx + 1)])
         ax.set_yticks([j * s for j in range(self.ny + 1)])
         ax.tick_params(labelsize=7)
-        ax.set_title(f"decoded box: centre ({d['cx']:.1f}, {d['cy']:.1f}) px, size {d['w']:.1f} x {d['h']:.1f} px",
+        ax.set_title(_(f"decoded box: centre ({d['cx']:.1f}, {d['cy']:.1f}) px, size {d['w']:.1f} x {d['h']:.1f} px"),
                      fontsize=9.5)
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.06), ncol=2, fontsize=7.5, frameon=False)
         ts = [i / 20 for i in range(-120, 121)]
@@ -827,7 +831,7 @@ class DecodeExplorer(_Explorer):
             c1.plot([t], [2 * _sigmoid(t) - 0.5], m, color=BLUE, ms=5, label=lab)
         c1.axhline(-0.5, color="#999999", lw=0.7, ls=":")
         c1.axhline(1.5, color="#999999", lw=0.7, ls=":")
-        c1.set_title("offset in cells: 2*sigmoid(t) - 0.5  (between -0.5 and 1.5)", fontsize=8)
+        c1.set_title(_("offset in cells: 2*sigmoid(t) - 0.5  (between -0.5 and 1.5)"), fontsize=8)
         c1.tick_params(labelsize=7)
         c1.legend(fontsize=7, loc="upper left")
         c2 = fig.add_subplot(gs[1, 1])
@@ -835,8 +839,8 @@ class DecodeExplorer(_Explorer):
         for t, lab, m in ((v["tw"], "tw", "o"), (v["th"], "th", "s")):
             c2.plot([t], [(2 * _sigmoid(t)) ** 2], m, color=ORANGE, ms=5, label=lab)
         c2.axhline(4, color="#999999", lw=0.7, ls=":")
-        c2.set_title("anchor gain: (2*sigmoid(t))**2  (between 0 and 4)", fontsize=8)
-        c2.set_xlabel("raw output t", fontsize=8)
+        c2.set_title(_("anchor gain: (2*sigmoid(t))**2  (between 0 and 4)"), fontsize=8)
+        c2.set_xlabel(_("raw output t"), fontsize=8)
         c2.tick_params(labelsize=7)
         c2.legend(fontsize=7, loc="upper left")
         return fig
@@ -846,12 +850,12 @@ class DecodeExplorer(_Explorer):
         style = {"description_width": "60px"}
         ctl = {k: w.FloatSlider(value=self.values[k], min=-6, max=6, step=0.1, description=k,
                                 continuous_update=False, style=style) for k in ("tx", "ty", "tw", "th")}
-        ctl["col"] = w.IntSlider(value=self.values["col"], min=0, max=self.nx - 1, description="col",
+        ctl["col"] = w.IntSlider(value=self.values["col"], min=0, max=self.nx - 1, description=_("col"),
                                  continuous_update=False, style=style)
-        ctl["row"] = w.IntSlider(value=self.values["row"], min=0, max=self.ny - 1, description="row",
+        ctl["row"] = w.IntSlider(value=self.values["row"], min=0, max=self.ny - 1, description=_("row"),
                                  continuous_update=False, style=style)
         ctl["anchor"] = w.Dropdown(options=[(f"{i}: {a[0]:g}x{a[1]:g} px", i) for i, a in enumerate(self.anchors)],
-                                   value=self.values["anchor"], description="anchor", style=style)
+                                   value=self.values["anchor"], description=_("anchor"), style=style)
         self._readout = w.HTML(value=self._html())
 
         def make_cb(key):

@@ -59,7 +59,7 @@ from typing import Any, Callable, Iterable
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
 
-from .i18n import N_
+from .i18n import N_, _
 
 __all__ = [
     "locate_inplace", "InplaceLocator", "run_located", "assert_no_inplace_on_saved",
@@ -215,22 +215,22 @@ def _library_writer() -> str:
 
 
 _WRITER_WORDS = {
-    "optimizer": "(the optimizer's {name}() updated a parameter in place: every optimizer writes the new "
+    "optimizer": N_("(the optimizer's {name}() updated a parameter in place: every optimizer writes the new "
                  "weights into the old tensor; the saved tensor is that parameter or a view of it, e.g. a "
-                 "Linear layer's weight transposed)",
-    "module": "(the layer {name} wrote its result into its input: that input is what the op before it "
-              "saved for backward)",
-    "function": "(the custom autograd.Function {name} wrote into its input; an input written in place "
-                "must be marked with ctx.mark_dirty(x), and here that input is needed by the op that made it)",
+                 "Linear layer's weight transposed)"),
+    "module": N_("(the layer {name} wrote its result into its input: that input is what the op before it "
+              "saved for backward)"),
+    "function": N_("(the custom autograd.Function {name} wrote into its input; an input written in place "
+                "must be marked with ctx.mark_dirty(x), and here that input is needed by the op that made it)"),
 }
 _WRITER_FIX = {
-    "optimizer": "  Fix: call the optimizer's step() only after every backward that still needs the old weights "
+    "optimizer": N_("  Fix: call the optimizer's step() only after every backward that still needs the old weights "
                  "(in a GAN: finish the generator's backward through D before opt_d.step()), or run the "
-                 "forward again after the step so backward sees the new weights.",
-    "module": "  Fix: make that layer out of place (inplace=False), or put it after an op that does not "
-              "save its output (e.g. after a Linear layer, not after a sigmoid or tanh).",
-    "function": "  Fix: in forward, write into a clone (x = x.clone()) or return a new tensor; if the write in "
-                "place is intended, call ctx.mark_dirty(x) and do not feed it a tensor another op saved.",
+                 "forward again after the step so backward sees the new weights."),
+    "module": N_("  Fix: make that layer out of place (inplace=False), or put it after an op that does not "
+              "save its output (e.g. after a Linear layer, not after a sigmoid or tanh)."),
+    "function": N_("  Fix: in forward, write into a clone (x = x.clone()) or return a new tensor; if the write in "
+                "place is intended, call ctx.mark_dirty(x) and do not feed it a tensor another op saved."),
 }
 
 
@@ -262,10 +262,10 @@ def _op_name(func) -> str:
     return f"{name} (out=)" if func._overloadname.startswith("out") else name
 
 
-_OP_WORDS = {"copy_": "copy_ (assignment into a slice or view)",
-             "index_put_": "index_put_ (indexed assignment)",
-             "add_": "add_ (+= or .add_)", "sub_": "sub_ (-= or .sub_)",
-             "mul_": "mul_ (*= or .mul_)", "div_": "div_ (/= or .div_)"}
+_OP_WORDS = {"copy_": N_("copy_ (assignment into a slice or view)"),
+             "index_put_": N_("index_put_ (indexed assignment)"),
+             "add_": N_("add_ (+= or .add_)"), "sub_": N_("sub_ (-= or .sub_)"),
+             "mul_": N_("mul_ (*= or .mul_)"), "div_": N_("div_ (/= or .div_)")}
 
 
 def _storage_key(t: torch.Tensor):
@@ -799,13 +799,13 @@ def _site_lines(site: Site | None, caller: Site | None, indent: str,
                 shown: set | None = None) -> list[str]:
     """The source line, plus "called from" once per distinct caller (``shown``)."""
     if site is None:
-        return [f"{indent}(no user line: it ran inside PyTorch)"]
+        return [indent + _("(no user line: it ran inside PyTorch)")]
     lines = [f"{indent}{site.source}"] if site.source else []
     if caller is not None and site.function != "<module>" and (
             shown is None or (site.function, caller) not in shown):
         if shown is not None:
             shown.add((site.function, caller))
-        lines.append(f"{indent}(in {site.function}, called from {caller.where})")
+        lines.append(indent + _(f"(in {site.function}, called from {caller.where})"))
     return lines
 
 
@@ -817,69 +817,70 @@ def _format_saved(record: SavedTensor, parsed: VersionError | None, header: str,
                   others: Iterable[SavedTensor] = ()) -> str:
     """The plain-words story of one broken save."""
     writes = [f"{_where(w.site)} ({w.version_before} → {w.version_after})" for w in record.writes]
-    joined = writes[0] if len(writes) == 1 else ", ".join(writes[:-1]) + " and " + writes[-1]
+    joined = writes[0] if len(writes) == 1 else _(f"{', '.join(writes[:-1])} and {writes[-1]}")
     dtype = str(record.dtype).replace("torch.", "")
-    keeps = "its result" if record.role == "result" else f"its input '{record.role}'"
+    keeps = _("its result") if record.role == "result" else _(f"its input '{record.role}'")
     lines = [header,
-             N_(f"  In short: saved at version {record.version} by {record.op} at "
-                f"{_where(record.site)}; written at {joined}."),   # translated where a failure shows it
-             f"  Tensor:  {dtype}, shape {list(record.shape)}, on {record.device}"
-             + (f" (PyTorch calls it output {parsed.output_index} of {parsed.node})"
-                if parsed and parsed.node else ""),
-             f"  Saved:   {record.op} at {_where(record.site)} kept {keeps} for backward "
-             f"(node {record.node}), at version {record.version}:"]
+             _(f"  In short: saved at version {record.version} by {record.op} at "
+               f"{_where(record.site)}; written at {joined}."),
+             _(f"  Tensor:  {dtype}, shape {list(record.shape)}, on {record.device} (PyTorch calls it output "
+               f"{parsed.output_index} of {parsed.node})") if parsed and parsed.node else
+             _(f"  Tensor:  {dtype}, shape {list(record.shape)}, on {record.device}"),
+             _(f"  Saved:   {record.op} at {_where(record.site)} kept {keeps} for backward "
+               f"(node {record.node}), at version {record.version}:")]
     shown: set = set()
     lines += _site_lines(record.site, record.caller, "             ", shown)
-    lines.append("  Then written in place, in this order:")
+    lines.append(_("  Then written in place, in this order:"))
     for n, w in enumerate(record.writes, 1):
-        lines.append(f"    {n}. {_where(w.site)}  {_OP_WORDS.get(w.op, w.op)}  "
-                     f"version {w.version_before} → {w.version_after}")
+        lines.append(f"    {n}. {_where(w.site)}  {_(_OP_WORDS.get(w.op, w.op))}  "
+                     + _(f"version {w.version_before} → {w.version_after}"))
         lines += _site_lines(w.site, w.caller, "         ", shown)
         if w.via:
-            kind, _, name = w.via.partition(" ")
-            lines.append("         " + _WRITER_WORDS[kind].format(name=name))
+            kind, name = w.via.partition(" ")[::2]
+            lines.append("         " + _(_WRITER_WORDS[kind]).format(name=name))
     for other in others:
-        lines.append(f"  The same writes also broke what {other.op} at {_where(other.site)} saved "
-                     f"(node {other.node}); backward would stop there too.")
-    fix = ("  Fix: leave the saved tensor alone - build the new values out of place "
+        lines.append(_(f"  The same writes also broke what {other.op} at {_where(other.site)} saved "
+                       f"(node {other.node}); backward would stop there too."))
+    fix = _("  Fix: leave the saved tensor alone - build the new values out of place "
            "(e.g. torch.cat of the pieces) or write into a copy (y = y.clone()).")
     kinds = [w.via.partition(" ")[0] for w in record.writes if w.via]
     if kinds:
-        fix = _WRITER_FIX[kinds[0]]
-    lines += [f"  Backward needs the values of version {record.version}, but the tensor is now "
-              f"at version {record.current_version}, so PyTorch refuses to compute the gradient.", fix]
+        fix = _(_WRITER_FIX[kinds[0]])
+    lines += [_(f"  Backward needs the values of version {record.version}, but the tensor is now "
+                f"at version {record.current_version}, so PyTorch refuses to compute the gradient."), fix]
     return "\n".join(lines)
 
 
 def _format_unlocated(parsed: VersionError) -> str:
     shape = list(parsed.shape)
-    by = f", output {parsed.output_index} of {parsed.node}" if parsed.node else " (a leaf tensor)"
+    dtype = parsed.dtype or parsed.tensor_type
     return "\n".join([
-        "In-place write on a tensor autograd saved for backward (not seen by the locator).",
-        f"  Tensor:  {parsed.dtype or parsed.tensor_type}, shape {shape}, on {parsed.device}{by}",
-        f"  It was saved at version {parsed.version_saved} and has since been written in place "
-        f"{parsed.version_now - parsed.version_saved} time(s) (now version {parsed.version_now}).",
-        "  Run the forward pass inside locate_inplace() (or `python -m autograder.inplace "
-        "script.py`) to see which lines wrote it."])
+        _(_UNSEEN),
+        _(f"  Tensor:  {dtype}, shape {shape}, on {parsed.device}, output {parsed.output_index} of {parsed.node}")
+        if parsed.node else _(f"  Tensor:  {dtype}, shape {shape}, on {parsed.device} (a leaf tensor)"),
+        _(f"  It was saved at version {parsed.version_saved} and has since been written in place "
+          f"{parsed.version_now - parsed.version_saved} time(s) (now version {parsed.version_now})."),
+        _("  Run the forward pass inside locate_inplace() (or `python -m autograder.inplace "
+          "script.py`) to see which lines wrote it.")])
 
 
 def _format_rule(err: BaseException, leaf: bool) -> str:
     site = _traceback_site(err)
     if leaf:
-        rule = ("PyTorch forbids in-place writes to a leaf tensor that requires grad (a "
+        rule = _("PyTorch forbids in-place writes to a leaf tensor that requires grad (a "
                 "parameter, or an input made with requires_grad=True), and raises at once; "
                 "no version counter is involved.")
-        fix = ("Fix: wrap deliberate updates (initialisation, optimiser steps) in "
+        fix = _("Fix: wrap deliberate updates (initialisation, optimiser steps) in "
                "torch.no_grad(), or write into a copy (x = x.clone()).")
-        title = "In-place write on a leaf tensor that requires grad (the leaf rule)."
+        title = _("In-place write on a leaf tensor that requires grad (the leaf rule).")
     else:
-        rule = ("PyTorch forbids this in-place write on a view: the view's autograd history "
+        rule = _("PyTorch forbids this in-place write on a view: the view's autograd history "
                 "cannot be rewritten (e.g. an output of unbind/split, or a view made in no_grad).")
-        fix = "Fix: write into a copy (v = v.clone()) or build the result out of place."
-        title = "In-place write on a view that autograd cannot track (the view rule)."
-    lines = [title, f"  At:      {_where(site)}"]
+        fix = _("Fix: write into a copy (v = v.clone()) or build the result out of place.")
+        title = _("In-place write on a view that autograd cannot track (the view rule).")
+    lines = [title, _(f"  At:      {_where(site)}")]
     lines += _site_lines(site, None, "             ")
-    return "\n".join(lines + [f"  Rule:    {rule}", f"  {fix}"])
+    return "\n".join(lines + [_(f"  Rule:    {rule}"), f"  {fix}"])
 
 
 def explain(err: BaseException, locator: "InplaceLocator | None" = None) -> str | None:
@@ -1030,8 +1031,8 @@ class InplaceLocator:
         if record is None:
             return _format_unlocated(parsed)
         where = _traceback_site(err)
-        header = ("In-place write on a tensor autograd saved for backward"
-                  + (f" (error raised at {where.where})." if where else "."))
+        header = (_(f"In-place write on a tensor autograd saved for backward (error raised at {where.where}).")
+                  if where else _("In-place write on a tensor autograd saved for backward."))
         others = [r for r in self._recorder.broken if r is not record and r._key == record._key]
         return _format_saved(record, parsed, header, others)
 
@@ -1124,9 +1125,11 @@ def assert_no_inplace_on_saved(fn: Callable, *inputs, **kwargs):
         bad = loc._broken_needed_by(result)
     if bad:
         n = len(bad)
-        header = ("In-place write on a tensor autograd saved for backward: "
-                  f"{n} saved tensor{'s' if n > 1 else ''} would make backward fail.")
-        raise InplaceOnSavedError("\n".join(_format_saved(r, None, header if i == 0 else "Also:")
+        header = (_(f"In-place write on a tensor autograd saved for backward: {n} saved tensors would make "
+                    "backward fail.") if n > 1 else
+                  _("In-place write on a tensor autograd saved for backward: 1 saved tensor would make backward "
+                    "fail."))
+        raise InplaceOnSavedError("\n".join(_format_saved(r, None, header if i == 0 else _("Also:"))
                                             for i, r in enumerate(bad)), bad)
     return result
 
@@ -1134,26 +1137,26 @@ def assert_no_inplace_on_saved(fn: Callable, *inputs, **kwargs):
 def _format_hidden(record: SavedTensor, header: str) -> str:
     """The plain-words story of a save whose memory was written behind autograd's back."""
     writes = [_where(w.site) for w in record.writes]
-    joined = writes[0] if len(writes) == 1 else ", ".join(writes[:-1]) + " and " + writes[-1]
+    joined = writes[0] if len(writes) == 1 else _(f"{', '.join(writes[:-1])} and {writes[-1]}")
     dtype = str(record.dtype).replace("torch.", "")
-    keeps = "its result" if record.role == "result" else f"its input '{record.role}'"
+    keeps = _("its result") if record.role == "result" else _(f"its input '{record.role}'")
     lines = [header,
-             N_(f"  In short: saved by {record.op} at {_where(record.site)}; written at {joined}, where autograd "
-                "cannot see it."),
-             f"  Tensor:  {dtype}, shape {list(record.shape)}, on {record.device}",
-             f"  Saved:   {record.op} at {_where(record.site)} kept {keeps} for backward (node {record.node}):"]
+             _(f"  In short: saved by {record.op} at {_where(record.site)}; written at {joined}, where autograd "
+               "cannot see it."),
+             _(f"  Tensor:  {dtype}, shape {list(record.shape)}, on {record.device}"),
+             _(f"  Saved:   {record.op} at {_where(record.site)} kept {keeps} for backward (node {record.node}):")]
     shown: set = set()
     lines += _site_lines(record.site, record.caller, "             ", shown)
-    lines.append("  Then written into the same memory, in this order:")
+    lines.append(_("  Then written into the same memory, in this order:"))
     for n, w in enumerate(record.writes, 1):
-        lines.append(f"    {n}. {_where(w.site)}  {_OP_WORDS.get(w.op, w.op)}")
+        lines.append(f"    {n}. {_where(w.site)}  {_(_OP_WORDS.get(w.op, w.op))}")
         lines += _site_lines(w.site, w.caller, "         ", shown)
-    lines += [f"  The saved tensor's version counter did not move (still {record.version}): the write went "
+    lines += [_(f"  The saved tensor's version counter did not move (still {record.version}): the write went "
               "through a tensor with a counter of its own (.data), or saved-tensor hooks hand the tensor itself "
               "back to backward. PyTorch raises nothing and backward computes the gradient from the new values: "
-              "a wrong gradient, silently.",
-              "  Fix: leave the saved tensor alone - build the new values out of place (e.g. torch.cat of the "
-              "pieces) or write into a copy (y = y.clone()); hiding the write does not fix it."]
+              "a wrong gradient, silently."),
+              _("  Fix: leave the saved tensor alone - build the new values out of place (e.g. torch.cat of the "
+                "pieces) or write into a copy (y = y.clone()); hiding the write does not fix it.")]
     return "\n".join(lines)
 
 
@@ -1173,11 +1176,12 @@ def assert_no_write_on_saved(fn: Callable, *inputs, **kwargs):
     unseen = [r for r in unseen if r not in bad]
     if bad or unseen:
         n = len(bad) + len(unseen)
-        header = ("In-place write on a tensor autograd saved for backward: "
-                  f"{n} saved tensor{'s' if n > 1 else ''} written after the save.")
-        parts = [_format_saved(r, None, header if i == 0 else "Also:") for i, r in enumerate(bad)]
+        header = (_(f"In-place write on a tensor autograd saved for backward: {n} saved tensors written after "
+                    "the save.") if n > 1 else
+                  _("In-place write on a tensor autograd saved for backward: 1 saved tensor written after the save."))
+        parts = [_format_saved(r, None, header if i == 0 else _("Also:")) for i, r in enumerate(bad)]
         parts += [_format_hidden(r, header if not parts and i == 0 else
-                                 "Also, a write autograd cannot see:") for i, r in enumerate(unseen)]
+                                 _("Also, a write autograd cannot see:")) for i, r in enumerate(unseen)]
         raise InplaceOnSavedError("\n".join(parts), bad + unseen)
     return result
 
@@ -1231,7 +1235,7 @@ def measure_overhead(model: torch.nn.Module | None = None, input_shape=(1, 3, 64
 
 # ------------------------------------------------------------- IPython extension
 
-_UNSEEN = "In-place write on a tensor autograd saved for backward (not seen by the locator)."
+_UNSEEN = N_("In-place write on a tensor autograd saved for backward (not seen by the locator).")
 _WATCHES: dict[int, "_CellWatch"] = {}   # id(shell) -> its watch
 
 
@@ -1280,8 +1284,8 @@ class _CellWatch:
             return  # no watch, no error of PyTorch's kind, or one a locator in the cell already annotated
         report = locator.explain(err)
         if report:
-            if report.startswith(_UNSEEN):
-                report += ("\n  (The extension watches one cell at a time, and these writes happened in an "
+            if report.startswith(_(_UNSEEN)):
+                report += "\n" + _("  (The extension watches one cell at a time, and these writes happened in an "
                            "earlier cell: run the forward pass and backward in one cell to see the lines.)")
             print(report)
 

@@ -40,6 +40,7 @@ from typing import Callable
 import torch
 
 from .checks import call_student, check_type, fail
+from .i18n import _
 from .runtime import course_device
 
 __all__ = [
@@ -78,7 +79,7 @@ class Witness:
     values: torch.Tensor = field(repr=False)  # a detached copy
 
     def short(self) -> str:
-        return f"id {self.id:#x}, storage {self.data_ptr:#x}, _version {self.version}"
+        return _(f"id {self.id:#x}, storage {self.data_ptr:#x}, _version {self.version}")
 
 
 def witnesses(t: torch.Tensor) -> Witness:
@@ -191,18 +192,32 @@ def measurement_rows(m: Measurement) -> list[tuple[str, str, str, str]]:
     """(who, id, data_ptr, _version) rows: x before, x after, and the alias a after."""
     def row(who: str, w: Witness) -> tuple[str, str, str, str]:
         return who, f"{w.id:#x}", f"{w.data_ptr:#x}", str(w.version)
-    return [row("x before", m.before), row("x after", m.after), row("a after (a = x before)", m.original_after)]
+    return [row(_("x before"), m.before), row(_("x after"), m.after), row(_("a after (a = x before)"), m.original_after)]
 
 
 def _values_text(w: Witness) -> str:
     return str([round(v, 3) for v in w.values.double().flatten().tolist()])
 
 
+def _width(text: str) -> int:
+    """Columns ``text`` takes in a monospace font (a Chinese character takes two)."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _pad(text: str, width: int, left: bool = False) -> str:
+    """``text`` padded to ``width`` columns (on the right when ``left``, like ``:<``; else like ``:>``)."""
+    fill = " " * max(0, width - _width(text))
+    return text + fill if left else fill + text
+
+
 def print_measurements(statements, device=None, dtype=None) -> None:
     """A text table of the raw measurements for several statements (no verdicts: you decide)."""
-    head = f"{'statement':<28} {'same object':>11} {'same storage':>12} {'x0._version':>11} {'x0 changed':>10}"
+    head = " ".join([_pad(_("statement"), 28, left=True), _pad(_("same object"), 11), _pad(_("same storage"), 12),
+                     _pad("x0._version", 11), _pad(_("x0 changed"), 10)])
     print(head)
-    print("-" * len(head))
+    print("-" * _width(head))
     for s in statements:
         m = measure(s, device, dtype)
         print(f"{s:<28} {str(m.same_object):>11} {str(m.same_storage):>12} "
@@ -215,14 +230,14 @@ def measurement_html(m: Measurement) -> str:
         f"<tr><td>{html.escape(who)}</td><td><code>{i}</code></td><td><code>{p}</code></td><td>{v}</td></tr>"
         for who, i, p, v in measurement_rows(m))
     return (f"<p><b>{html.escape(m.statement)}</b></p>"
-            "<table><tr><th>name</th><th>id(...)</th><th>untyped_storage().data_ptr()</th><th>_version</th></tr>"
+            f"<table><tr><th>{_('name')}</th><th>id(...)</th><th>untyped_storage().data_ptr()</th><th>_version</th></tr>"
             f"{rows}</table>"
-            f"<p>x after is the same object: <b>{m.same_object}</b>; shares the old storage: <b>{m.same_storage}</b>; "
-            f"x0's contents changed: <b>{m.contents_changed}</b>; "
-            f"x0._version: <b>{m.before.version} &rarr; {m.original_after.version}</b> (measured)</p>"
-            f"<p>a (alias) before: <code>{_values_text(m.before)}</code><br>"
-            f"a (alias) after: <code>{_values_text(m.original_after)}</code><br>"
-            f"x after: <code>{_values_text(m.after)}</code></p>")
+            "<p>" + _(f"x after is the same object: <b>{m.same_object}</b>; shares the old storage: <b>{m.same_storage}</b>; "
+                      f"x0's contents changed: <b>{m.contents_changed}</b>; "
+                      f"x0._version: <b>{m.before.version} &rarr; {m.original_after.version}</b> (measured)") + "</p>"
+            "<p>" + _(f"a (alias) before: <code>{_values_text(m.before)}</code>") + "<br>"
+            + _(f"a (alias) after: <code>{_values_text(m.original_after)}</code>") + "<br>"
+            + _(f"x after: <code>{_values_text(m.after)}</code>") + "</p>")
 
 
 def draw_names_objects_storage(m: Measurement, fig=None):
@@ -249,7 +264,7 @@ def draw_names_objects_storage(m: Measurement, fig=None):
         ax.set_ylim(0, 1)
         ax.axis("off")
         ax.set_title(title, fontsize=10)
-        for col, head in ((0.15, "names"), (0.55, "objects"), (0.98, "storage")):
+        for col, head in ((0.15, _("names")), (0.55, _("objects")), (0.98, _("storage"))):
             ax.text(col, 0.97, head, ha="center", fontsize=9, style="italic")
         obj_y = {key: 0.7 - 0.4 * i for i, key in enumerate(objects)}
         sto_y = {key: 0.7 - 0.4 * i for i, key in enumerate(storages)}
@@ -266,29 +281,29 @@ def draw_names_objects_storage(m: Measurement, fig=None):
     b, oa, af = m.before, m.original_after, m.after
 
     def obj_text(w):
-        return f"Tensor id ..{w.id % 0x10000:04x}\n_version {w.version}"
+        return _(f"Tensor id ..{w.id % 0x10000:04x}") + f"\n_version {w.version}"
 
     def sto_text(w, label):
         vals = w.values.double().flatten().tolist()[:3]
         return f"{label} ..{w.data_ptr % 0x10000:04x}\n" + ", ".join(f"{v:g}" for v in vals) + ", ..."
 
-    panel(axes[0], "before", [("x", "x0"), ("a", "x0")], {"x0": (obj_text(b), "s0")},
-          {"s0": sto_text(b, "storage")})
+    panel(axes[0], _("before"), [("x", "x0"), ("a", "x0")], {"x0": (obj_text(b), "s0")},
+          {"s0": sto_text(b, _("storage"))})
     if m.same_object:
         objects = {"x0": (obj_text(oa), "s0")}
         names = [("x", "x0"), ("a", "x0")]
     else:
         objects = {"x1": (obj_text(af), "s0" if m.same_storage else "s1"), "x0": (obj_text(oa), "s0")}
         names = [("x", "x1"), ("a", "x0")]
-    storages = {"s0": sto_text(oa, "storage")}
+    storages = {"s0": sto_text(oa, _("storage"))}
     if not m.same_storage:
-        storages = {"s1": sto_text(af, "new storage"), **storages} if not m.same_object else storages
-    title = f"after  {m.statement}"
+        storages = {"s1": sto_text(af, _("new storage")), **storages} if not m.same_object else storages
+    title = _(f"after  {m.statement}")
     change = f"x0._version {b.version} -> {oa.version}"     # measured, never assumed to be +1
     if m.contents_changed:
-        title += f"\n(x0 changed, {change})" if m.version_bumped else f"\n(x0 changed, {change}: NOT bumped)"
+        title += "\n" + (_(f"(x0 changed, {change})") if m.version_bumped else _(f"(x0 changed, {change}: NOT bumped)"))
     elif m.version_bumped:
-        title += f"\n(x0's contents unchanged, {change})"
+        title += "\n" + _(f"(x0's contents unchanged, {change})")
     panel(axes[1], title, names, objects, storages)
     fig.tight_layout()
     return fig
@@ -320,10 +335,10 @@ class StorageExplorer:
         self.last: Measurement | None = None
         self.error: str | None = None
         self.figures = 0
-        self.dropdown = widgets.Dropdown(options=list(statements), value=statements[0], description="example")
-        self.text = widgets.Text(value=statements[0], description="statement",
+        self.dropdown = widgets.Dropdown(options=list(statements), value=statements[0], description=_("example"))
+        self.text = widgets.Text(value=statements[0], description=_("statement"),
                                  layout=widgets.Layout(width="420px"))
-        self.button = widgets.Button(description="Measure", button_style="primary")
+        self.button = widgets.Button(description=_("Measure"), button_style="primary")
         self.html = widgets.HTML()
         self.out = widgets.Output()
         self.dropdown.observe(self.on_pick, names="value")
@@ -345,7 +360,8 @@ class StorageExplorer:
             self.last, self.error = measure(statement, self.device, self.dtype), None
         except Exception as err:  # noqa: BLE001 - a typo must show a message, not break the widget
             self.last, self.error = None, f"{type(err).__name__}: {err}"
-            self.html.value = f"<p style='color:#b00'>{html.escape(statement)} raised {html.escape(self.error)}</p>"
+            self.html.value = ("<p style='color:#b00'>" + _(f"{html.escape(statement)} raised {html.escape(self.error)}")
+                               + "</p>")
             return
         self.html.value = measurement_html(self.last)
         if self.draw:
