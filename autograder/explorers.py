@@ -787,7 +787,7 @@ class DecodeExplorer(_Explorer):
     def report(self) -> str:
         d, v, s = self.decode(), self.values, self.stride
         aw, ah = self.anchors[v["anchor"]]
-        return (f"cell (col {v['col']}, row {v['row']}), anchor {v['anchor']} = {aw:g}x{ah:g} px, stride {s}\n"
+        return (_(f"cell (col {v['col']}, row {v['row']}), anchor {v['anchor']} = {aw:g}x{ah:g} px, stride {s}") + "\n"
                 f"x: s = sigmoid({v['tx']:+.2f}) = {d['sx']:.3f};  (2*s - 0.5 + {v['col']}) * {s} = {d['cx']:.1f} px\n"
                 f"y: s = sigmoid({v['ty']:+.2f}) = {d['sy']:.3f};  (2*s - 0.5 + {v['row']}) * {s} = {d['cy']:.1f} px\n"
                 f"w: s = sigmoid({v['tw']:+.2f}) = {d['sw']:.3f};  (2*s)**2 * {aw:g} = {d['gain_w']:.3f} * {aw:g} = {d['w']:.1f} px\n"
