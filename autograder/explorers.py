@@ -34,6 +34,10 @@ from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from .i18n import _
 
+#: a monospace font, and for the characters it lacks (Chinese, in the Chinese edition) the sans-serif one that
+#: autograder.cjk_fonts puts first: matplotlib falls back glyph by glyph along the list
+MONO = ["monospace", "sans-serif"]
+
 __all__ = [
     "SavedInfo", "GraphNode", "AutogradGraph", "saved_tensors", "autograd_graph", "stale_saved",
     "draw_autograd_graph", "saved_bytes", "freed_saved", "VersionExplorer", "Snapshot", "DecodeExplorer", "decode_one",
@@ -411,7 +415,7 @@ def draw_autograd_graph(roots, names: dict[str, torch.Tensor] | None = None, tit
         edge = RED if node.stale else "#333333"
         ax.add_patch(FancyBboxPatch((x - 1.15, y - 0.3), 2.3, 0.6, boxstyle="round,pad=0.04",
                                     facecolor=face, edgecolor=edge, lw=2.4 if node.stale else 1.0))
-        ax.text(x, y, node.short, ha="center", va="center", fontsize=8.5, family="monospace")
+        ax.text(x, y, node.short, ha="center", va="center", fontsize=8.5, family=MONO)
         for j, s in enumerate(node.saved):
             sx, sy = x + 1.3, y + 0.18 - 0.34 * j
             text = (_(f"saved {s.attr}: {s.label}")
@@ -667,7 +671,7 @@ class VersionExplorer(_Explorer):
         if snap.error:
             verdict = textwrap.shorten(verdict, 240)
         bottom.text(0, 1, _("what each autograd node saved (and that tensor's version):") + "\n" + "\n".join(lines),
-                    va="top", family="monospace", fontsize=8)
+                    va="top", family=MONO, fontsize=8)
         labels = {C_CELL: _("version unchanged on that line"),
                   C_BUMP: _("version went up on that line"),
                   C_STALE: _("saved by a node, then written in place (stale)")}

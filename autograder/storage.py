@@ -265,7 +265,8 @@ def draw_names_objects_storage(m: Measurement, fig=None):
         ax.axis("off")
         ax.set_title(title, fontsize=10)
         for col, head in ((0.15, _("names")), (0.55, _("objects")), (0.98, _("storage"))):
-            ax.text(col, 0.97, head, ha="center", fontsize=9, style="italic")
+            # italic in English; the Chinese fonts have no italic face (matplotlib would pick one without Chinese)
+            ax.text(col, 0.97, head, ha="center", fontsize=9, style="italic" if head.isascii() else "normal")
         obj_y = {key: 0.7 - 0.4 * i for i, key in enumerate(objects)}
         sto_y = {key: 0.7 - 0.4 * i for i, key in enumerate(storages)}
         for i, (name, target) in enumerate(name_targets):
