@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..layout import (NB_EXT, REPO, RESTAMP_NOTE, assignments, gradebook_layout, load_config, notebook_owner,  # noqa: F401
                       source_notebooks)
-from .parallel import grade_parallel, start_workers
+from .parallel import Executor, grade_parallel, start_workers
 from .client import configured as configured_service, submitter
 from ..engine.pipeline import (QuestionScore, Result, Submission, check_ok, failing_tests, grade_one,  # noqa: F401
                                nbgrader_api, prepare_environment, read_notebook, scores, stage,
@@ -386,30 +386,46 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
                        shared_disk=shared_disk and not service, pool=pool,
                        remote=submitter(service, root) if service else None)
         return [done[i] for i in range(len(subs))]
-    sandboxed_api = nbgrader_api(workdir, sandboxed=True)
-    bar = tqdm(todo, desc="autograding", unit="notebook", disable=not progress, file=sys.stdout)
-    for i in bar:
-        sub = subs[i]
-        bar.set_postfix_str(f"{sub.student}/{sub.assignment}")
-        res = Result(sub.student, sub.assignment, ok=False)
-        stage(sub, workdir / "submitted" / sub.student / sub.assignment, workdir, res)
-        t0 = time.perf_counter()
-        ledger.begin(sub)  # if this process dies now (a kill, the OOM killer), the rerun knows which one
-        _injected_death(sub.student)
-        try:
-            grade_one(sandboxed_api, sub, workdir, res, limits, feedback)
-        except Exception as err:  # noqa: BLE001 - one broken submission must not stop the rest
-            res.ok, res.error = False, f"{type(err).__name__}: {err}"
-        except BaseException:  # Ctrl-C: the submission did not kill the grader
-            ledger.abandon(sub)
-            raise
-        res.seconds = time.perf_counter() - t0
-        if res.flags and progress:
-            bar.write(f"flagged: {sub.student}/{sub.assignment}: {res.flags[0]}"
-                      + (f" (+{len(res.flags) - 1} more)" if len(res.flags) > 1 else ""))
-        on_result(i, res)
-    bar.close()
+    InProcessExecutor(subs, workdir, limits, feedback=feedback, progress=progress, ledger=ledger).run(todo, on_result)
     return [done[i] for i in range(len(subs))]
+
+
+class InProcessExecutor(Executor):
+    """``--jobs 1``: each submission graded in this process, one after the other (:class:`.parallel.Executor`'s
+    face). A worker's death here is this process's: the ledger names the submission being graded
+    (:meth:`Ledger.begin`), and the rerun flags it instead of grading it again (:meth:`Ledger.died_on`)."""
+
+    def __init__(self, subs, workdir: Path, limits, *, feedback: bool, progress: bool, ledger: "Ledger"):
+        self.subs, self.workdir, self.limits = subs, Path(workdir), limits
+        self.feedback, self.progress, self.ledger = feedback, progress, ledger
+
+    def run(self, order: list[int], finish) -> None:
+        from tqdm.auto import tqdm
+
+        subs, workdir = self.subs, self.workdir
+        sandboxed_api = nbgrader_api(workdir, sandboxed=True)
+        bar = tqdm(order, desc="autograding", unit="notebook", disable=not self.progress, file=sys.stdout)
+        for i in bar:
+            sub = subs[i]
+            bar.set_postfix_str(f"{sub.student}/{sub.assignment}")
+            res = Result(sub.student, sub.assignment, ok=False)
+            stage(sub, workdir / "submitted" / sub.student / sub.assignment, workdir, res)
+            t0 = time.perf_counter()
+            self.ledger.begin(sub)  # if this process dies now (a kill, the OOM killer), the rerun knows which one
+            _injected_death(sub.student)
+            try:
+                grade_one(sandboxed_api, sub, workdir, res, self.limits, self.feedback)
+            except Exception as err:  # noqa: BLE001 - one broken submission must not stop the rest
+                res.ok, res.error = False, f"{type(err).__name__}: {err}"
+            except BaseException:  # Ctrl-C: the submission did not kill the grader
+                self.ledger.abandon(sub)
+                raise
+            res.seconds = time.perf_counter() - t0
+            if res.flags and self.progress:
+                bar.write(f"flagged: {sub.student}/{sub.assignment}: {res.flags[0]}"
+                          + (f" (+{len(res.flags) - 1} more)" if len(res.flags) > 1 else ""))
+            finish(i, res)
+        bar.close()
 
 
 def _injected_death(student: str) -> None:

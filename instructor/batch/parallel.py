@@ -40,6 +40,41 @@ from ..engine.pipeline import Result, Submission
 
 MAX_WORKER_DEATHS = 2
 
+
+class WorkerDied(Exception):
+    """The worker grading a submission died under it (its pool broke, its Dask worker left)."""
+
+
+class DeadWorkerRule:
+    """The dead-worker rule, the one copy of it (every runner applies it: the local pool, Dask, the grading
+    service): a submission whose worker died *beside others* is not blamed, it is graded again in a worker
+    of its own; one whose worker died while it was alone there is charged with the death, and once it has
+    killed :data:`MAX_WORKER_DEATHS` workers it is flagged (:meth:`~instructor.engine.pipeline.Outcome.failed`),
+    not tried again."""
+
+    def __init__(self):
+        self.deaths: dict = {}
+
+    def died_alone(self, key, student: str, assignment: str) -> "Result | None":
+        """Its own worker died: None (grade it again, alone), or the outcome that flags it."""
+        self.deaths[key] = self.deaths.get(key, 0) + 1
+        if self.deaths[key] < MAX_WORKER_DEATHS:
+            return None
+        why = f"the submission killed its grading worker {self.deaths[key]} times; not retried"
+        return Result.failed(student, assignment, why, flags=[why])
+
+    def alone_until_graded(self, key, student: str, assignment: str, grade_alone):
+        """Grade a submission whose worker died beside others in a worker of its own (``grade_alone()``,
+        which raises :class:`WorkerDied` when that worker dies too) until it is graded (what ``grade_alone``
+        returned) or flagged (the outcome that says so)."""
+        while True:
+            try:
+                return grade_alone()
+            except WorkerDied:
+                flagged = self.died_alone(key, student, assignment)
+                if flagged is not None:
+                    return flagged
+
 _PRIVATE: dict = {}
 
 
@@ -352,13 +387,59 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
             bar.write(f"flagged: {sub.student}/{sub.assignment}: {res.flags[0]}"
                       + (f" (+{len(res.flags) - 1} more)" if len(res.flags) > 1 else ""))
 
-    def run_pool(indices: list[int], workers: int) -> list[int]:
+    if remote is not None:
+        executor: Executor = ServiceExecutor(remote, subs, staged, jobs)
+    elif scheduler:
+        executor = DaskExecutor(scheduler, subs, staged, config_text, limits, shared=shared, feedback=feedback)
+    else:
+        executor = PoolExecutor(subs, staged, jobs, config_text, limits, shared=shared, feedback=feedback, pool=pool)
+    if pool is not None and not isinstance(executor, PoolExecutor):
+        pool.shutdown(wait=False, cancel_futures=True)
+    try:
+        executor.run(longest_first(staged), finish)
+    finally:
+        bar.close()
+        executor.close()
+        if shared:
+            with contextlib.suppress(OSError):
+                (workdir / BATCH_FILE).unlink()
+    return [results[i] for i in range(len(subs))]
+
+
+class Executor:
+    """Where a batch's submissions are graded, one face for every place: :meth:`run` grades each index of
+    ``order`` and calls ``finish(i, result)`` once for each, as results come, the dead-worker rule applied
+    (:class:`DeadWorkerRule`). The places: :class:`PoolExecutor` (``--jobs``: worker processes of this
+    machine), :class:`DaskExecutor` (a Dask cluster), :class:`ServiceExecutor` (the root-owned grading
+    service, through its client: the service applies the rule to its own workers). ``--jobs 1`` grades in
+    the grading process itself (:func:`instructor.batch.course.grade`), where a death is the whole
+    process's: its ledger names the submission, which is not graded again without ``--force``."""
+
+    def run(self, order: list[int], finish) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Let go of what it started (workers, a cluster's client)."""
+
+
+class PoolExecutor(Executor):
+    """Worker processes of this machine (:func:`start_workers`); ``pool``: workers already started, used for
+    the first round. A death breaks the whole pool: each submission it left unfinished is graded again
+    alone, so that only the one that kills its worker again is blamed."""
+
+    def __init__(self, subs, staged, jobs: int, config_text, limits, *, shared=None, feedback: bool = False,
+                 pool: ProcessPoolExecutor | None = None):
+        self.subs, self.staged, self.jobs, self.config_text, self.limits = subs, staged, jobs, config_text, limits
+        self.shared, self.feedback, self.pool = shared, feedback, pool
+
+    def _round(self, indices: list[int], workers: int, finish) -> list[int]:
         """Grade ``indices``; return those whose worker died (the pool broke under them)."""
-        nonlocal pool
-        if pool is None:  # the workers given to this batch serve its first round; retries start their own
-            pool = start_workers(workers, limits)
-        futures = {pool.submit(execute, subs[i].student, subs[i].assignment, _payload(staged[i][1]),
-                               config_text, limits.__dict__, shared, feedback): i for i in indices}
+        if self.pool is None:  # the workers given to this batch serve its first round; retries start their own
+            self.pool = start_workers(workers, self.limits)
+        subs = self.subs
+        futures = {self.pool.submit(execute, subs[i].student, subs[i].assignment, _payload(self.staged[i][1]),
+                                    self.config_text, self.limits.__dict__, self.shared, self.feedback): i
+                   for i in indices}
         lost = []
         for fut in futures:
             i = futures[fut]
@@ -370,61 +451,71 @@ def grade_parallel(subs: list[Submission], workdir: Path, *, jobs: int, feedback
             except Exception as err:  # noqa: BLE001
                 res = Result.failed(subs[i].student, subs[i].assignment, f"{type(err).__name__}: {err}")
             finish(i, res)
-        pool.shutdown(wait=True, cancel_futures=True)
-        pool = None
+        self.close()
         return lost
 
-    try:
-        if remote is not None:
-            _run_remote(remote, subs, staged, jobs, finish)
-        elif scheduler:
-            _run_dask(scheduler, subs, staged, config_text, limits, finish, shared=shared, feedback=feedback)
-        else:
-            _run_local(subs, staged, jobs, run_pool, finish)
-    finally:
-        bar.close()
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-        if shared:
-            with contextlib.suppress(OSError):
-                (workdir / BATCH_FILE).unlink()
-    return [results[i] for i in range(len(subs))]
+    def run(self, order: list[int], finish) -> None:
+        suspects = self._round(order, min(self.jobs, len(order)), finish)
+        rule = DeadWorkerRule()
+
+        def alone(i: int):
+            def grade() -> None:
+                if self._round([i], 1, finish):
+                    raise WorkerDied(i)
+            return grade
+
+        for i in suspects:
+            flagged = rule.alone_until_graded(i, self.subs[i].student, self.subs[i].assignment, alone(i))
+            if flagged is not None:
+                finish(i, flagged)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
 
 
-def _run_local(subs, staged, jobs, run_pool, finish) -> None:
-    suspects = run_pool(longest_first(staged), min(jobs, len(subs)))
-    # A dead worker breaks its whole pool: retry each unfinished submission alone, so that only the
-    # one that kills its worker again is blamed.
-    for i in suspects:
-        for attempt in range(1, MAX_WORKER_DEATHS + 1):
-            if not run_pool([i], 1):
-                break
-            if attempt == MAX_WORKER_DEATHS:
-                why = f"the submission killed its grading worker {attempt} times; not retried"
-                res = Result.failed(subs[i].student, subs[i].assignment, why, flags=[why])
-                finish(i, res)
-
-
-def _run_remote(remote, subs, staged, jobs: int, finish) -> None:
-    """Each submission graded by ``remote`` (the root-owned grading service), ``jobs`` at once; each
+class ServiceExecutor(Executor):
+    """Each submission graded by ``remote`` (the root-owned grading service's client), ``jobs`` at once; each
     result recorded here, in this process, as it comes. A refusal (the service is not running, the
     assignment differs from its copy) is that submission's error, not the batch's."""
-    from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    def one(i: int) -> Result:
-        try:
-            return remote(subs[i].student, subs[i].assignment, {p.name: p.read_bytes() for p in staged[i][1]})
-        except Exception as err:  # noqa: BLE001 - reported per submission
-            return Result.failed(subs[i].student, subs[i].assignment, f"grading service: {err}")
+    def __init__(self, remote, subs, staged, jobs: int):
+        self.remote, self.subs, self.staged, self.jobs = remote, subs, staged, jobs
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as threads:
-        futures = {threads.submit(one, i): i for i in longest_first(staged)}
-        for fut in as_completed(futures):
-            finish(futures[fut], fut.result())
+    def run(self, order: list[int], finish) -> None:
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        subs = self.subs
+
+        def one(i: int) -> Result:
+            try:
+                return self.remote(subs[i].student, subs[i].assignment,
+                                   {p.name: p.read_bytes() for p in self.staged[i][1]})
+            except Exception as err:  # noqa: BLE001 - reported per submission
+                return Result.failed(subs[i].student, subs[i].assignment, f"grading service: {err}")
+
+        with ThreadPoolExecutor(max_workers=max(1, self.jobs)) as threads:
+            futures = {threads.submit(one, i): i for i in order}
+            for fut in as_completed(futures):
+                finish(futures[fut], fut.result())
+
+
+class DaskExecutor(Executor):
+    """Each submission a task on a ``dask.distributed`` cluster (:func:`_run_dask`: each pinned to a worker
+    that holds no other, so that a death is charged to the one submission it held)."""
+
+    def __init__(self, scheduler, subs, staged, config_text, limits, *, shared=None, feedback: bool = False):
+        self.scheduler, self.subs, self.staged = scheduler, subs, staged
+        self.config_text, self.limits, self.shared, self.feedback = config_text, limits, shared, feedback
+
+    def run(self, order: list[int], finish) -> None:
+        _run_dask(self.scheduler, self.subs, self.staged, self.config_text, self.limits, finish,
+                  shared=self.shared, feedback=self.feedback, order=order)
 
 
 def _run_dask(scheduler, subs, staged, config_text, limits, finish, poll: float = 0.5, *, shared: dict | None = None,
-              feedback: bool = False) -> None:
+              feedback: bool = False, order: list[int] | None = None) -> None:
     """Each submission a task on a ``dask.distributed`` cluster; results recorded here as they come.
 
     The workers need the course installed (a clone of the repository, its venv, bubblewrap) and the
@@ -445,8 +536,8 @@ def _run_dask(scheduler, subs, staged, config_text, limits, finish, poll: float 
     client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
     try:
         batch = uuid.uuid4().hex[:8]
-        pending = longest_first(staged)        # submission indices not yet placed, longest first
-        deaths = {i: 0 for i in pending}
+        pending = list(order if order is not None else longest_first(staged))  # not yet placed, longest first
+        rule = DeadWorkerRule()                # each submission is alone on its worker: a death is its own
         running = {}                           # future -> (index, worker address)
         attempt = 0
 
@@ -454,11 +545,9 @@ def _run_dask(scheduler, subs, staged, config_text, limits, finish, poll: float 
             return set(client.run_on_scheduler(_worker_addresses))
 
         def charge(i: int) -> None:
-            deaths[i] += 1
-            if deaths[i] >= MAX_WORKER_DEATHS:
-                why = f"the submission killed its grading worker {deaths[i]} times; not retried"
-                res = Result.failed(subs[i].student, subs[i].assignment, why, flags=[why])
-                finish(i, res)
+            flagged = rule.died_alone(i, subs[i].student, subs[i].assignment)
+            if flagged is not None:
+                finish(i, flagged)
             else:
                 pending.insert(0, i)
 

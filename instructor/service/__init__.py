@@ -350,8 +350,7 @@ class Server:
                 self._pool = start_workers(self.jobs, self.limits)
 
     def grade(self, student: str, assignment: str, notebooks: dict):
-        from ..batch.parallel import MAX_WORKER_DEATHS, execute, start_workers
-        from ..engine.pipeline import Result
+        from ..batch.parallel import DeadWorkerRule, WorkerDied, execute, start_workers
 
         args = (student, assignment, notebooks, self.config_text, dict(self.limits.__dict__), None, False)
         self._start_pool()
@@ -364,17 +363,17 @@ class Server:
             with self._lock:
                 if self._pool is pool:
                     self._pool = None
-            for attempt in range(1, MAX_WORKER_DEATHS + 1):
+
+            def grade_alone():
                 alone = start_workers(1, self.limits)
                 try:
-                    res = alone.submit(execute, *args).result()
-                    break
+                    return alone.submit(execute, *args).result()
                 except BrokenProcessPool:
-                    if attempt == MAX_WORKER_DEATHS:
-                        why = f"the submission killed its grading worker {attempt} times; not retried"
-                        res = Result.failed(student, assignment, why, flags=[why])
+                    raise WorkerDied(student) from None
                 finally:
                     alone.shutdown(wait=False, cancel_futures=True)
+
+            res = DeadWorkerRule().alone_until_graded(student, student, assignment, grade_alone)
         res.notes.append(f"graded by the root-owned grading service ({self.path}), in a private folder")
         return res
 
