@@ -40,7 +40,7 @@ from typing import Callable
 import torch
 
 from .checks import call_student, check_type, fail
-from .i18n import _
+from .i18n import N_, _
 from .runtime import course_device
 
 __all__ = [
@@ -158,31 +158,34 @@ def check_example_category(classify_update: Callable, statement: str, expected: 
     if got != expected:
         m = measure(statement, device, dtype)
         fail(f"{what} gave the wrong category", inputs=f"x = make_x({str(device)!r}, {dtype})",
-             expected=repr(expected), got=repr(got), detail="measured: " + m.facts(),
+             expected=repr(expected), got=repr(got), detail=_(f"measured: same object {m.same_object}, same storage {m.same_storage}, x0._version "
+                                             f"{m.before.version} -> {m.original_after.version}, x0's contents changed "
+                                             f"{m.contents_changed}"),
              hint=_example_hint(expected, got, m))
     return got
 
 
 def _example_hint(expected: str, got: str, m: Measurement) -> str:
-    """What to look at next, from the measured facts of an example whose category the notebook states."""
+    """What to look at next, from the measured facts of an example whose category the notebook states
+    (marked: :func:`fail` translates its "try next" line)."""
     before, after = m.before.version, m.original_after.version
     if expected == "in-place" and after - before > 1:
-        return (f"x0._version went from {before} to {after}: any increase means an in-place operation ran, "
+        return N_(f"x0._version went from {before} to {after}: any increase means an in-place operation ran, "
                 "not only an increase by one (one statement can run several). Test x0._version > the version "
                 "read before.")
     if expected == "in-place":
-        return ("x0._version went up: test it first, on the old tensor x0 (keep x0 = x), even when x was "
+        return N_("x0._version went up: test it first, on the old tensor x0 (keep x0 = x), even when x was "
                 "rebound afterwards or no value changed.")
     if expected == "untracked-write":
-        return ("x0._version stayed put, but x0's contents did not: compare its values (a copy taken before, "
+        return N_("x0._version stayed put, but x0's contents did not: compare its values (a copy taken before, "
                 "torch.equal), its shape and its storage address with what they were before the statement.")
     if expected == "new-view" and got == "new-tensor":
-        return ("x now names another object on x0's memory: compare untyped_storage().data_ptr() (the start "
+        return N_("x now names another object on x0's memory: compare untyped_storage().data_ptr() (the start "
                 "of the block), not x.data_ptr() (the first element, which moves for x[1:]).")
     if expected == "no-change" and got == "in-place":
-        return ("x0._version did not move (a method name ending in _ is not enough), and x still names x0: "
+        return N_("x0._version did not move (a method name ending in _ is not enough), and x still names x0: "
                 "nothing happened to it.")
-    return ("apply the rules of the table in order, on measurements: keep x0 = x, read its _version, "
+    return N_("apply the rules of the table in order, on measurements: keep x0 = x, read its _version, "
             "storage address, shape and a copy of its values before the statement, and compare after.")
 
 
@@ -393,7 +396,7 @@ def explorer(statements=EXAMPLES, device=None, dtype=None):
     import matplotlib.pyplot as plt
     m = measure(statements[0], device, dtype)
     for who, i, p, v in measurement_rows(m):
-        print(f"{who:<24} id {i}  data_ptr {p}  _version {v}")
+        print(f"{_pad(who, 24, left=True)} id {i}  data_ptr {p}  _version {v}")
     draw_names_objects_storage(m)
     plt.show()
     return None

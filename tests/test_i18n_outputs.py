@@ -289,3 +289,19 @@ def test_the_at_line_of_a_crash_in_a_cell_in_both_languages():
         with i18n.speaking(lang), pytest.raises(checks.CheckFailed) as err:
             checks.call_student(ns["student"], 1)
         assert line in str(err.value).splitlines(), str(err.value)
+
+
+def test_a_wrong_category_reads_chinese_in_the_chinese_edition():
+    def in_place_student(statement, device=None, dtype=None):
+        return "in-place"
+
+    messages = {}
+    for lang in ("en", "zh_CN"):
+        with i18n.speaking(lang), pytest.raises(checks.CheckFailed) as err:
+            storage.check_example_category(in_place_student, "x.data += 1", "untracked-write", "cpu")
+        messages[lang] = str(err.value)
+    assert "measured: same object True, same storage True, x0._version 0 -> 0, x0's contents changed True" \
+        in messages["en"] and "try next : x0._version stayed put, but x0's contents did not" in messages["en"]
+    assert "实测：同一对象 True，同一存储 True，x0._version 0 -> 0，x0 的内容变了 True" in messages["zh_CN"]
+    assert "下一步：x0._version 没变，但 x0 的内容变了" in messages["zh_CN"]
+    assert not _english_left(messages["zh_CN"], ("x.data += 1",)), messages["zh_CN"]
