@@ -122,7 +122,7 @@ def draw_detections(ax, image, dets, title="", classes=None):
     for box, score, c in dets:
         x1, y1, x2, y2 = (float(v) for v in box)
         ax.add_patch(Rectangle((x1, y1), x2 - x1, y2 - y1, fill=False, lw=1.5, ec=colours[c % 3]))
-        ax.text(x1, y1 - 1, f"{classes[c]} {score:.2f}", color=colours[c % 3], fontsize=7,
+        ax.text(x1, y1 - 1, f"{_(classes[c])} {score:.2f}", color=colours[c % 3], fontsize=7,
                 bbox=dict(fc="white", alpha=0.6, pad=0.5, lw=0))
     ax.set_title(title, fontsize=9)
     ax.axis("off")

@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .i18n import N_
 from .yolo import LegacyDetect
 
 __all__ = [
@@ -43,7 +44,7 @@ __all__ = [
     "best_objectness", "box_iou", "nms",
 ]
 
-CLASSES = ("square", "disc", "triangle")
+CLASSES = (N_("square"), N_("disc"), N_("triangle"))   # English names; a figure shows them translated
 IMAGE_SIZE = 64
 STRIDES = (8, 16)
 # pixels, (w, h) pairs per level; objects are 9..26 px for 64x64 images

@@ -265,6 +265,21 @@ def test_attack_labels_in_chinese(zh, attacked, monkeypatch):
         assert not _english_left(label), label
     assert labels[0].startswith("攻击前：最高 objectness ") and labels[0].endswith(" 个检测")
     assert "PGD 步数" in labels and "2 张图中剩下的检测数" in labels
+    names = [t.get_text().rsplit(" ", 1)[0] for ax in attack.show_attack(model, images, delta).axes for t in ax.texts]
+    assert names and set(names) <= {"正方形", "圆盘", "三角形"}, names
+
+
+def test_the_detectors_class_names_stay_english_in_code_and_read_chinese_in_figures(attacked, monkeypatch):
+    from autograder.detector import CLASSES
+
+    monkeypatch.delenv("COURSE_GRADING", raising=False)
+    model, images, delta = attacked
+    with i18n.speaking("zh_CN"):
+        assert CLASSES == ("square", "disc", "triangle")
+    with i18n.speaking("en"):
+        names = [t.get_text().rsplit(" ", 1)[0] for ax in attack.show_attack(model, images, delta).axes
+                 for t in ax.texts]
+    assert names and set(names) <= set(CLASSES), names
 
 
 # --------------------------------------------------------------------------- describe() and the "at:" line
