@@ -72,10 +72,16 @@ def enabled(limits: "Limits | None" = None) -> bool:
 
 
 def _take(limits: "Limits") -> "Zygote":
+    """An idle sandbox of ``limits``, or a new one; idle ones of other limits are stopped (as one grader
+    asking with new limits always did: at most the sandboxes in use, and one idle per limits asked last)."""
     with _POOL_LOCK:
         for i, z in enumerate(_IDLE):
             if z.limits == limits:
                 return _IDLE.pop(i)
+        others = list(_IDLE)
+        _IDLE.clear()
+    for z in others:
+        z.stop()
     return Zygote(limits)
 
 
