@@ -2,7 +2,7 @@
 
 Built after ``grade`` from the results in memory (:func:`write_report`), or later by
 ``python -m autograder report`` from what grading persisted in the course folder: the
-``grading-ledger.json`` of :class:`.course.Ledger` (each submission's scores, the hidden checks'
+``grading-ledger.json`` of :class:`instructor.batch.course.Ledger` (each submission's scores, the hidden checks'
 verdicts, flags, integrity lines, timings; :func:`results_from_ledger`).
 
 The page, top to bottom:
