@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import io
 import math
-import re
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +32,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from .i18n import _
+from .saved_by_node import is_broken, is_freed, raw_saved, read_saved, role, saved_names, versions
 
 #: a monospace font, and for the characters it lacks (Chinese, in the Chinese edition) the sans-serif one that
 #: autograder.cjk_fonts puts first: matplotlib falls back glyph by glyph along the list
@@ -44,15 +44,12 @@ __all__ = [
     "figure_png", "show_figure",
 ]
 
-_VERSION_RE = re.compile(r"is at version (\d+); expected version (\d+)")
-_INPLACE_MARK = "modified by an inplace operation"
 
 # Colours used by every figure (colour-blind safe pairs: blue/orange, plus red for "broken").
 C_OP, C_LEAF, C_SAVED, C_STALE, C_EDGE = "#dbe9f6", "#d9f0d3", "#fff2cc", "#f4cccc", "#555555"
 RED, BLUE, ORANGE, GREEN = "#c0392b", "#1f77b4", "#ff7f0e", "#2ca02c"
 # cells of the version explorer's table: unchanged, went up on that line, a saved tensor now stale
 C_CELL, C_BUMP = "#eef3f8", "#fde0c5"
-_FREED_MARK = "freed"   # PyTorch's text for a saved tensor released by an earlier backward()
 
 
 # --------------------------------------------------------------------------- figures and display
@@ -144,17 +141,6 @@ class SavedInfo:
         return f"{self.attr} = {who} (v{self.current_version})"
 
 
-def _raw_saved(node, attr: str):
-    try:
-        raw = getattr(node, f"_raw_saved_{attr}")
-    except Exception:  # noqa: BLE001
-        return None
-    try:
-        return raw.data if not isinstance(raw, (list, tuple)) else None
-    except Exception:  # noqa: BLE001
-        return None
-
-
 def saved_tensors(node, names: dict[str, torch.Tensor] | None = None) -> list[SavedInfo]:
     """What ``node`` (a ``grad_fn``) saved, asked from PyTorch through its ``_saved_*`` attributes.
 
@@ -169,25 +155,22 @@ def saved_tensors(node, names: dict[str, torch.Tensor] | None = None) -> list[Sa
         if isinstance(t, torch.Tensor):
             by_key.setdefault(_key(t), name)
     infos: list[SavedInfo] = []
-    for full in sorted(a for a in dir(node) if a.startswith("_saved_")):
-        attr = full[len("_saved_"):]
-        try:
-            value = getattr(node, full)
-        except RuntimeError as err:
-            text = str(err)
-            if _INPLACE_MARK not in text:
+    for full in saved_names(node, functions=False):
+        attr = role(full)
+        value, err = read_saved(node, full)
+        if err is not None:
+            if not is_broken(err):  # freed, or an accessor PyTorch cannot answer: not a tensor we can show
                 continue
-            match = _VERSION_RE.search(text)
-            raw = _raw_saved(node, attr)
+            text = str(err)
+            both = versions(text)
+            raw = raw_saved(node, full)
             infos.append(SavedInfo(
                 attr=attr, shape=tuple(raw.shape) if raw is not None else (),
                 stale=True,
-                saved_version=int(match.group(2)) if match else None,
-                current_version=int(match.group(1)) if match else (raw._version if raw is not None else None),
+                saved_version=both[1] if both else None,
+                current_version=both[0] if both else (raw._version if raw is not None else None),
                 name=by_key.get(_key(raw)) if raw is not None else None,
                 message=text.split(" Hint:")[0]))
-            continue
-        except Exception:  # noqa: BLE001 - an accessor PyTorch cannot answer: not a tensor we can show
             continue
         values = value if isinstance(value, (list, tuple)) else [value]
         for i, t in enumerate(values):
@@ -300,12 +283,11 @@ def saved_bytes(roots, exclude=()) -> int:
     skip = {(t.device.type, t.untyped_storage().data_ptr()) for t in exclude}
     sizes: dict[tuple, int] = {}
     for fn, full in _saved_attributes(roots):
-        try:
-            value = getattr(fn, full)
-        except RuntimeError:  # written in place since it was saved: still held, still memory
-            value = _raw_saved(fn, full[len("_saved_"):])
-        except Exception:  # noqa: BLE001 - an accessor PyTorch cannot answer
-            continue
+        value, err = read_saved(fn, full)
+        if err is not None:
+            if not isinstance(err, RuntimeError):  # an accessor PyTorch cannot answer
+                continue
+            value = raw_saved(fn, full)  # written in place since it was saved: still held, still memory
         for t in value if isinstance(value, (list, tuple)) else [value]:
             if isinstance(t, torch.Tensor) and t.device.type != "meta":
                 key = (t.device.type, t.untyped_storage().data_ptr())
@@ -322,9 +304,8 @@ def _saved_attributes(roots):
         if fn is None or id(fn) in seen:
             continue
         seen.add(id(fn))
-        for full in dir(fn):
-            if full.startswith("_saved_"):
-                yield fn, full
+        for full in saved_names(fn, functions=False):
+            yield fn, full
         stack.extend(nxt for nxt, _ in fn.next_functions if nxt is not None)
 
 
@@ -335,13 +316,8 @@ def freed_saved(roots) -> bool:
     Asked from PyTorch: reading a freed ``_saved_*`` attribute raises its "already been freed" error.
     """
     for fn, full in _saved_attributes(roots):
-        try:
-            getattr(fn, full)
-        except RuntimeError as err:
-            if _FREED_MARK in str(err):
-                return True
-        except Exception:  # noqa: BLE001 - an accessor PyTorch cannot answer
-            continue
+        if is_freed(read_saved(fn, full)[1]):
+            return True
     return False
 
 

@@ -60,6 +60,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
 
 from .i18n import N_, _
+from .saved_by_node import VERSION_RE, probe, role, saved_names
 
 __all__ = [
     "locate_inplace", "InplaceLocator", "run_located", "assert_no_inplace_on_saved",
@@ -295,7 +296,6 @@ _WRITE_ARGS: dict[Any, tuple] = {}
 _QUIET: set = set()
 _SAVED_ATTRS: dict[type, tuple[str, ...]] = {}
 _DETACH = torch.ops.aten.detach.default
-_VERSION_NOW_RE = re.compile(r"is at version (\d+); expected version (\d+)")
 
 
 def _write_spec(func) -> tuple:
@@ -340,14 +340,12 @@ def _needs_grad(values) -> bool:
 
 
 def _saved_names(node) -> tuple[str, ...]:
-    """The node type's ``_saved_*`` attributes (``saved_tensors`` for custom Functions), less
-    those already seen holding a plain number (eps, padding, sizes ...): they never hold a tensor."""
+    """The node type's saves (:func:`autograder.saved_by_node.saved_names`: ``_saved_*``, ``saved_tensors``
+    for custom Functions), learned once per type, less those already seen holding a plain number (eps,
+    padding, sizes ...): they never hold a tensor."""
     names = _SAVED_ATTRS.get(type(node))
     if names is None:
-        names = tuple(n for n in dir(node) if n.startswith("_saved_"))
-        if isinstance(node, torch.autograd.function.BackwardCFunction):
-            names += ("saved_tensors",)
-        _SAVED_ATTRS[type(node)] = names
+        names = _SAVED_ATTRS[type(node)] = saved_names(node)
     return names
 
 
@@ -366,25 +364,6 @@ _SCALARS = frozenset((int, float, bool, str, torch.dtype, torch.device, torch.la
 def _forget_attr(node, name: str) -> None:
     names = _SAVED_ATTRS[type(node)]
     _SAVED_ATTRS[type(node)] = tuple(n for n in names if n != name)
-
-
-def _probe(node, attr: str, index: int | None) -> tuple[str, str | None]:
-    """Ask PyTorch about one save: 'ok', ('broken', its message) or 'freed'."""
-    try:
-        value = getattr(node, attr)
-        if index is not None:
-            value[index]
-        return "ok", None
-    except RuntimeError as err:
-        text = str(err)
-        return ("broken", text) if "modified by an inplace operation" in text else ("freed", None)
-    except Exception:
-        return "freed", None
-
-
-def _role(attr: str, index: int | None) -> str:
-    name = attr[len("_saved_"):] if attr.startswith("_saved_") else attr
-    return name if index is None else f"{name}[{index}]"
 
 
 def _run(func, args, kwargs):
@@ -488,7 +467,7 @@ class _Save:
             sites = _sites(self.frames)
             self.hidden = SavedTensor(
                 dtype=self.dtype, shape=self.shape, device=self.device,
-                node=self.node.name(), op=self.op, role=_role(self.attr, self.index),
+                node=self.node.name(), op=self.op, role=role(self.attr, self.index),
                 version=self.version, current_version=self.version,
                 site=sites[0] if sites else None, caller=sites[1] if len(sites) > 1 else None,
                 _node=self.node, _key=self.key)
@@ -505,7 +484,7 @@ class _Save:
             sites = _sites(self.frames)
             self.record = SavedTensor(
                 dtype=self.dtype, shape=self.shape, device=self.device,
-                node=self.node.name(), op=self.op, role=_role(self.attr, self.index),
+                node=self.node.name(), op=self.op, role=role(self.attr, self.index),
                 version=self.version, current_version=self.version,
                 site=sites[0] if sites else None, caller=sites[1] if len(sites) > 1 else None,
                 _node=self.node, _key=self.key)
@@ -700,7 +679,7 @@ class _Recorder(TorchDispatchMode):
             return
         alive, where = [], None
         for save in entries:
-            state, message = _probe(save.node, save.attr, save.index)
+            state, message = probe(save.node, save.attr, save.index)
             if state == "freed":
                 continue
             alive.append(save)
@@ -718,7 +697,7 @@ class _Recorder(TorchDispatchMode):
                         self.hidden.append(record)
             if state == "broken":
                 record = save.as_record(message)
-                now = int(_VERSION_NOW_RE.search(message).group(1))
+                now = int(VERSION_RE.search(message).group(1))
                 if now != record.current_version:
                     record.writes.append(InplaceWrite(
                         _op_name(func), sites[0] if sites else None,
@@ -733,7 +712,7 @@ class _Recorder(TorchDispatchMode):
         """Forget nodes whose saves backward already freed (long loops stay bounded)."""
         keep = {}
         for key, entries in list(self.by_storage.items()):
-            alive = [e for e in entries if _probe(e.node, e.attr, e.index)[0] != "freed"]
+            alive = [e for e in entries if probe(e.node, e.attr, e.index)[0] != "freed"]
             if alive:
                 self.by_storage[key] = alive
                 keep.update((id(e.node), e.node) for e in alive)
