@@ -18,7 +18,7 @@ node.
 
 Both sides of the student package read saves through this module: the lessons' explorers
 (:mod:`autograder.explorers`: what each node saved, stale or not, and the memory it keeps) and the
-in-place locator (:mod:`autograder.inplace`: which saves a write broke).
+in-place locator's recorder (:mod:`autograder.inplace_recorder`: which saves a write broke).
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ and keeps the catalogues in step with the code, the gettext way:
   cells of the English assignments (``source/*/*.ipynb``, their hidden-test blocks left out) and lessons
   (``notebooks/*.ipynb``); ``autograder/checks.py``'s own message templates; and the texts marked with
   ``_()`` / ``N_()`` / ``translate()`` in the student modules that print (:data:`STUDENT_MODULES`: check,
-  validate_view, cli, handin, runtime, verdicts, saved_tensors, inplace, explorers, storage,
+  validate_view, cli, handin, runtime, verdicts, saved_tensors, inplace and inplace_messages, explorers, storage,
   attack, detector's class names).
 * **grader catalogue** ``instructor/locale/<lang>.po``: the hidden checks' messages (``instructor/hidden``,
   the hidden-test blocks of the source notebooks) and the grader's own texts a student or an instructor
@@ -66,7 +66,8 @@ NOT_MESSAGE_CALLS = {"startswith", "endswith", "get", "split", "partition", "rpa
                      "getattr", "isinstance", "splitlines", "format"}
 STUDENT_MODULES = ["autograder/checks.py", "autograder/check.py", "autograder/validate_view.py",
                    "autograder/cli.py", "autograder/handin.py", "autograder/runtime.py", "autograder/verdicts.py",
-                   "autograder/saved_tensors.py", "autograder/inplace.py", "autograder/explorers.py",
+                   "autograder/saved_tensors.py", "autograder/inplace.py", "autograder/inplace_messages.py",
+                   "autograder/explorers.py",
                    "autograder/storage.py", "autograder/attack.py", "autograder/detector.py"]
 #: the grader's modules whose verdicts a student reads (beside instructor/hidden)
 GRADER_MODULES = ["instructor/engine/confirm.py", "instructor/engine/canonical.py", "instructor/engine/execute.py",

@@ -3,6 +3,9 @@
 * What an autograd node saved: read through ``autograder/saved_by_node.py`` only (the explorers and the
   in-place locator both ask it), checked on the source: no other module names a ``_saved_*`` or
   ``_raw_saved_*`` attribute.
+* The in-place locator in three files: the recorder (``inplace_recorder.py``) readable on its own, the
+  messages (``inplace_messages.py``), and ``inplace.py`` with the rest, from which every name the course
+  imports still comes.
 """
 from __future__ import annotations
 
@@ -57,10 +60,10 @@ def test_the_save_reader_rule_can_fail():
 
 
 def test_both_sides_use_the_one_reader():
-    from autograder import inplace
+    from autograder import inplace_recorder
 
     assert explorers.saved_names is saved_by_node.saved_names
-    assert inplace.saved_names is saved_by_node.saved_names and inplace.probe is saved_by_node.probe
+    assert inplace_recorder.saved_names is saved_by_node.saved_names and inplace_recorder.probe is saved_by_node.probe
 
 
 def test_a_save_read_intact_broken_and_freed():
@@ -101,3 +104,43 @@ def test_a_custom_functions_saves_are_the_locators_not_the_explorers():
     with pytest.raises(IndexError):
         read_saved(node, "saved_tensors")[0][1]
     assert probe(node, "saved_tensors", 1) == ("freed", None)
+
+
+# --------------------------------------------------------------------------- the locator's files
+
+#: every name of autograder.inplace before it was split, that a notebook, a test, a hidden check or a doc uses
+INPLACE_NAMES = ("locate_inplace", "InplaceLocator", "run_located", "assert_no_inplace_on_saved",
+                 "assert_no_write_on_saved", "InplaceOnSavedError", "parse_version_error", "VersionError", "explain",
+                 "SavedTensor", "InplaceWrite", "Site", "measure_overhead", "main", "load_ipython_extension",
+                 "unload_ipython_extension", "why_backward_fails", "cell_name", "_overlaps", "_WATCHES")
+
+
+def test_every_name_of_the_locator_is_still_importable_from_autograder_inplace():
+    import autograder.inplace as inplace
+    from autograder import inplace_messages, inplace_recorder
+
+    missing = [n for n in INPLACE_NAMES + tuple(inplace.__all__) if not hasattr(inplace, n)]
+    assert not missing, missing
+    assert inplace.SavedTensor is inplace_recorder.SavedTensor and inplace.Site is inplace_recorder.Site
+    assert inplace.parse_version_error is inplace_messages.parse_version_error
+
+
+def test_the_recorder_stands_alone():
+    """The recorder imports no other part of the locator than the messages' parser (for a save it first
+    sees broken): a student reads it without the context manager, the extension or the reports."""
+    tree = ast.parse((STUDENT / "inplace_recorder.py").read_text(encoding="utf-8"))
+    local = {(n.module, a.name) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level
+             for a in n.names}
+    assert {m for m, _ in local} == {"inplace_messages", "saved_by_node"}, local
+    assert {a for m, a in local if m == "inplace_messages"} == {"parse_version_error"}
+    assert ast.get_docstring(tree).startswith("The in-place locator's recorder")
+
+
+def test_the_locators_own_files_are_never_the_users_line():
+    from autograder import inplace_recorder
+
+    own = sorted(p.name for p in STUDENT.glob("inplace*.py"))
+    assert own == sorted(inplace_recorder._OWN_FILES)
+    for name in own:
+        assert inplace_recorder._is_internal(str(STUDENT / name)), name
+    assert not inplace_recorder._is_internal(__file__)
