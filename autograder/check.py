@@ -20,7 +20,6 @@ Nothing here imports torch or the grading side: this module is part of the stude
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import html
 import io
 import json
@@ -33,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .i18n import N_, _, label_lines, translate_message
+from .nbgrader_cells import cell_kind, cell_source, checksum, is_test_cell, nbgrader_meta
 
 __all__ = ["check", "CheckReport", "QuestionResult", "NotebookNotFound"]
 
@@ -222,28 +222,6 @@ def find_notebook(notebook: str | os.PathLike | None = None) -> Path:
                              f"notebook=\"your_notebook.ipynb\" (its path from {cwd}, the folder this kernel runs in)"))
 
 
-def _nbmeta(cell: dict) -> dict:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return meta if isinstance(meta, dict) else {}
-
-
-def _source(cell: dict) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else str(src)
-
-
-def _nbgrader_checksum(cell: dict) -> str:
-    """nbgrader's ``compute_checksum`` of an answer cell (equal to the stored one: not changed since release)."""
-    meta = _nbmeta(cell)
-    m = hashlib.md5()
-    for part in (_source(cell), cell.get("cell_type", ""), str(bool(meta.get("grade"))),
-                 str(bool(meta.get("solution"))), "False", meta.get("grade_id", "")):
-        m.update(part.encode("utf-8"))
-    if meta.get("grade"):
-        m.update(str(float(meta.get("points", 0))).encode("utf-8"))
-    return m.hexdigest()
-
-
 @dataclass
 class _Cell:
     grade_id: str
@@ -256,27 +234,32 @@ class _Cell:
 
 
 def graded_cells(nb: dict) -> list[_Cell]:
-    """The graded cells of a notebook (its JSON), in order: test cells ("auto": code, grade, not solution)
-    and written answers or tasks ("manual")."""
+    """The graded cells of a notebook (its JSON), in order (what is graded: :mod:`autograder.nbgrader_cells`):
+    test cells ("auto") and written answers or tasks ("manual": check() lists both as graded by hand).
+
+    The notebook is the student's, so unlike the grader's layout of the course's own notebooks, a graded
+    cell without a ``grade_id`` is skipped and points that are no number count 0. An answer cell is
+    "answered" when its text no longer has the checksum nbgrader stored at release."""
     out, last_answer = [], ""
     for index, cell in enumerate(nb.get("cells", [])):
-        meta = _nbmeta(cell)
+        meta = nbgrader_meta(cell)
         gid = str(meta.get("grade_id", ""))
         if meta.get("solution") and cell.get("cell_type") == "code":
             last_answer = gid
-        if not gid or not (meta.get("grade") or meta.get("task")):
+        kind = cell_kind(cell)
+        if not gid or kind is None:
             continue
         try:
             points = float(meta.get("points", 0) or 0)
         except (TypeError, ValueError):
             points = 0.0
-        if cell.get("cell_type") == "code" and meta.get("grade") and not meta.get("solution") and not meta.get("task"):
-            out.append(_Cell(gid, points, "auto", HIDDEN_BLOCK.sub("", _source(cell)), answer_of=last_answer,
+        if kind == "auto":
+            out.append(_Cell(gid, points, "auto", HIDDEN_BLOCK.sub("", cell_source(cell)), answer_of=last_answer,
                              index=index))
         else:
             answered = None
             if meta.get("solution") and "checksum" in meta:
-                answered = meta["checksum"] != _nbgrader_checksum(cell)
+                answered = meta["checksum"] != checksum(cell)
             out.append(_Cell(gid, points, "manual", answered=answered, index=index))
     return out
 
@@ -320,16 +303,16 @@ class _Places:
         self.cells = []   # (index, names it binds, section, first line, is an answer cell)
         section = ""
         for index, cell in enumerate(nb.get("cells", [])):
-            src = _source(cell)
+            src = cell_source(cell)
             if cell.get("cell_type") == "markdown":
                 for hashes, title in _HEADING.findall(src):
                     section = title if len(hashes) == 2 else section
                 continue
             if cell.get("cell_type") != "code":
                 continue
-            meta = _nbmeta(cell)
-            if meta.get("grade") and not meta.get("solution"):
+            if is_test_cell(cell):
                 continue   # a test cell: check() runs it itself
+            meta = nbgrader_meta(cell)
             first = next((line.strip() for line in src.splitlines()
                           if line.strip() and not line.lstrip().startswith("#")), "")
             self.cells.append((index, _bound_names(src), section, first, bool(meta.get("solution"))))

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import nbformat
 
+# what a graded cell is: the student package's rules (autograder.check reads them too), nbgrader's metadata only
+from autograder.nbgrader_cells import cell_kind, is_test_cell, nbgrader_meta
+
 REPO = Path(__file__).resolve().parents[1]
 NB_EXT = ".ipynb"
 #: Written by the course's collect beside ``timestamp.txt`` when it re-stamped a backdated hand-in with the
@@ -40,17 +43,17 @@ def gradebook_layout(assignment: str, root: Path = REPO) -> list[dict]:
     """The graded cells of an assignment, in notebook order, read from the source notebooks.
 
     Each item: notebook, grade_id, points, kind ('auto' for test cells, 'manual' for written
-    answers, 'task' for tasks).
+    answers, 'task' for tasks: :func:`autograder.nbgrader_cells.cell_kind`). The notebooks are the
+    course's own, so a graded cell without a ``grade_id``, or points that are no number, is an error
+    here (``autograder.check`` skips such a cell of a student's notebook, or counts it 0).
     """
     cells = []
     for path in source_notebooks(assignment, root):
         nb = nbformat.read(path, as_version=4)
         for cell in nb.cells:
-            meta = cell.metadata.get("nbgrader", {})
-            if meta.get("grade") or meta.get("task"):
-                kind = "task" if meta.get("task") else ("manual" if meta.get("solution") else "auto")
-                if kind == "auto" and cell.cell_type != "code":
-                    kind = "manual"
+            kind = cell_kind(cell)
+            if kind is not None:
+                meta = nbgrader_meta(cell)
                 cells.append(dict(notebook=path.stem, grade_id=meta["grade_id"],
                                   points=float(meta.get("points", 0)), kind=kind))
     return cells
@@ -68,17 +71,6 @@ def load_config(root: Path):
         config.merge(PyFileConfigLoader(local.name, path=str(local.parent)).load_config())
     config.CourseDirectory.root = str(Path(root).resolve())
     return config if isinstance(config, Config) else Config(config)
-
-
-def nbgrader_meta(cell) -> dict:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return meta if isinstance(meta, dict) else {}
-
-
-def is_test_cell(cell) -> bool:
-    """A graded test cell: code, graded, not an answer."""
-    m = nbgrader_meta(cell)
-    return cell.cell_type == "code" and bool(m.get("grade")) and not m.get("solution")
 
 
 def test_cell_ids(nb) -> list[str]:

@@ -6,10 +6,15 @@
 * The in-place locator in three files: the recorder (``inplace_recorder.py``) readable on its own, the
   messages (``inplace_messages.py``), and ``inplace.py`` with the rest, from which every name the course
   imports still comes.
+* What a graded cell is: ``autograder/nbgrader_cells.py``, read by ``autograder/check.py`` and
+  ``instructor/layout.py``; the checksum nbgrader computes is computed there only.
 """
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -144,3 +149,119 @@ def test_the_locators_own_files_are_never_the_users_line():
     for name in own:
         assert inplace_recorder._is_internal(str(STUDENT / name)), name
     assert not inplace_recorder._is_internal(__file__)
+
+
+# --------------------------------------------------------------------------- what a graded cell is
+
+def _md5_calls(source: str, where: str) -> list[str]:
+    tree = ast.parse(source, where)
+    return [f"{where}:{n.lineno}" for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and "md5" in ast.unparse(n.func)]
+
+
+def _nbgrader_keys(source: str, where: str) -> list[str]:
+    return [f"{where}:{line}" for line, text in _strings(source, where) if text == "nbgrader"]
+
+
+#: readers of nbgrader's metadata in the student package that keep a rule of their own: the hand-in's
+#: "cells with a grade_id" (which cells the released notebook and the student's copy share), not "graded"
+OWN_RULE = {"autograder/handin.py"}
+
+
+def test_only_nbgrader_cells_computes_the_checksum_or_reads_the_metadata():
+    md5, keys = [], []
+    for path in sorted([*STUDENT.rglob("*.py"), *(REPO / "instructor").rglob("*.py")]):
+        rel = path.relative_to(REPO).as_posix()
+        if rel == "autograder/nbgrader_cells.py" or "__pycache__" in path.parts:
+            continue
+        source = path.read_text(encoding="utf-8")
+        md5 += _md5_calls(source, rel)
+        if (rel.startswith("autograder/") and rel not in OWN_RULE) or rel == "instructor/layout.py":
+            keys += _nbgrader_keys(source, rel)
+    assert not md5, "nbgrader's checksum computed outside autograder/nbgrader_cells.py: " + "; ".join(md5)
+    assert not keys, "nbgrader's cell metadata read outside autograder/nbgrader_cells.py: " + "; ".join(keys)
+
+
+def test_the_graded_cell_rules_can_fail():
+    source = 'import hashlib\nmeta = cell["metadata"].get("nbgrader", {})\nm = hashlib.md5()\n'
+    assert _md5_calls(source, "x.py") == ["x.py:3"] and _nbgrader_keys(source, "x.py") == ["x.py:2"]
+
+
+def test_check_and_the_layout_read_with_the_one_module():
+    from autograder import nbgrader_cells
+    from instructor import layout
+
+    check = sys.modules["autograder.check"]   # (autograder.check is the function)
+
+    assert layout.nbgrader_meta is nbgrader_cells.nbgrader_meta and layout.is_test_cell is nbgrader_cells.is_test_cell
+    assert check.checksum is nbgrader_cells.checksum and check.cell_kind is nbgrader_cells.cell_kind
+
+
+def _release_notebooks():
+    return sorted((REPO / "release").glob("*/*.ipynb"))
+
+
+def test_the_checksum_is_nbgraders():
+    """Every cell nbgrader stamped at release: our checksum is the stored one and nbgrader's own."""
+    import nbformat
+    from nbgrader.utils import compute_checksum
+
+    from autograder.nbgrader_cells import checksum, nbgrader_meta
+
+    stamped = 0
+    for path in _release_notebooks():
+        for cell in nbformat.read(path, as_version=4).cells:
+            meta = nbgrader_meta(cell)
+            if "checksum" in meta:
+                stamped += 1
+                assert checksum(cell) == meta["checksum"] == compute_checksum(cell), (path.name, meta.get("grade_id"))
+    assert stamped > 20
+    answer = nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": {
+        "grade": False, "solution": True, "locked": False, "grade_id": "a", "schema_version": 3}})
+    before = checksum(answer)
+    answer.source = "x = 2"
+    assert checksum(answer) != before and checksum(answer) == compute_checksum(answer)
+
+
+def test_check_and_the_layout_see_the_same_graded_cells():
+    """Each assignment's graded cells as the grader lays them out (source notebooks) and as check() lists
+    them (the released notebooks): the same ids, points and kinds (check() calls a task 'manual')."""
+    from autograder.check import graded_cells
+    from instructor.layout import assignments, gradebook_layout
+
+    for assignment in assignments():
+        layout = [(c["grade_id"], c["points"], "manual" if c["kind"] == "task" else c["kind"])
+                  for c in gradebook_layout(assignment)]
+        listed = [(c.grade_id, c.points, c.kind) for path in sorted((REPO / "release" / assignment).glob("*.ipynb"))
+                  for c in graded_cells(json.loads(path.read_text(encoding="utf-8")))]
+        assert layout == listed and layout, assignment
+
+
+def test_a_cell_of_each_kind():
+    from autograder.nbgrader_cells import cell_kind, is_test_cell
+
+    def cell(kind, **meta):
+        return {"cell_type": kind, "metadata": {"nbgrader": meta}, "source": ""}
+
+    cases = [(cell("code", grade=True, points=2, grade_id="t"), "auto", True),
+             (cell("code", grade=True, solution=True, grade_id="w"), "manual", False),
+             (cell("markdown", grade=True, solution=True, grade_id="m"), "manual", False),
+             (cell("markdown", grade=True, grade_id="g"), "manual", False),
+             (cell("markdown", task=True, grade_id="k"), "task", False),
+             (cell("code", grade=True, task=True, grade_id="tk"), "task", True),
+             (cell("code", solution=True, grade_id="s"), None, False),
+             (cell("code", locked=True, grade_id="l"), None, False),
+             ({"cell_type": "code", "metadata": {"nbgrader": "junk"}, "source": ""}, None, False)]
+    assert [(cell_kind(c), is_test_cell(c)) for c, _, _ in cases] == [(k, t) for _, k, t in cases]
+
+
+def test_the_cell_rules_import_no_torch_nbgrader_or_grader():
+    """instructor/layout.py (floor 0, reached by the sandbox) imports them: they must stay this light."""
+    tree = ast.parse((STUDENT / "nbgrader_cells.py").read_text(encoding="utf-8"))
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert imported <= {"__future__", "hashlib"}, imported
+    code = ("import sys, autograder.nbgrader_cells\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'nbgrader', 'instructor')))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
