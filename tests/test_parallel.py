@@ -26,6 +26,11 @@ def _grade(incoming: Path, work: Path, jobs: int, env_extra: dict | None = None)
                            "--out", str(work), "--no-progress", "--jobs", str(jobs)], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=1500)
     assert (work / "grades.csv").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return _rows(work)
+
+
+def _rows(work: Path) -> dict:
+    """{(student, assignment): {question: score as written, "_status", "_flags"}} from a grading's CSVs."""
     rows = {}
     with (work / "grades_by_question.csv").open() as f:
         for row in csv.DictReader(f):
@@ -48,15 +53,54 @@ def _orientation_class(tmp_path: Path, students: dict[str, str]) -> Path:
     return incoming
 
 
-def test_jobs_1_gives_the_same_scores_as_jobs_2(graded, tmp_path):
-    """The session's grading ran with --jobs 2; grade the samples of two assignments again, one at a time."""
-    incoming = tmp_path / "incoming"
-    chosen = [s for s in samples.load_samples() if s.assignment in EQUIVALENCE and not s.student.startswith("tmp_")]
-    for s in chosen:
+def _class_of(samples_: list, incoming: Path) -> dict:
+    """Each sample handed in by its student (``incoming/<student>/<assignment>/``); {(student, assignment):
+    the sample's expected automatic score}."""
+    expected = {}
+    for s in samples_:
         name, nb = samples.build_notebook(s)
         (incoming / s.student / s.assignment).mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, incoming / s.student / s.assignment / name)
-    serial = _grade(incoming, tmp_path / "serial", jobs=1)
+        expected[(s.student, s.assignment)] = s.expect_auto
+    return expected
+
+
+def _interrupted_then_resumed(incoming: Path, work: Path, jobs: int) -> dict:
+    """``grade --jobs N`` killed after two submissions (``COURSE_GRADING_STOP_AFTER``), then run again:
+    {"killed": the first run, "ledger": its ledger, "again": the second run}."""
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    cmd = [sys.executable, "-m", "autograder", "grade", str(incoming), "--workdir", str(work / "course"),
+           "--out", str(work), "--no-progress", "--jobs", str(jobs)]
+    # returns only once every process holding its output has ended: with --jobs 2 its workers (and the
+    # fork server they came from) must die with the grading process, not live on
+    killed = subprocess.run(cmd, cwd=REPO, env=dict(env, COURSE_GRADING_STOP_AFTER="2"), capture_output=True,
+                            text=True, timeout=300)
+    out = {"killed": killed, "half_written": (work / "grades.csv").exists()}
+    if (work / "course" / "grading-ledger.json").exists():
+        out["ledger"] = __import__("json").loads((work / "course" / "grading-ledger.json").read_text())
+    out["again"] = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=1500)
+    return out
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory) -> dict:
+    """The samples of :data:`EQUIVALENCE` (not test_order.py's /tmp ones, the slowest to grade) graded
+    with ``--jobs 1``, the way an interrupted grading is finished: killed after two submissions, then
+    run again. Read by the equivalence test (its scores against the session's ``--jobs 2`` grading)
+    and by the resumption test's ``--jobs 1`` case. (Until issue 37 each graded its own class.)"""
+    root = tmp_path_factory.mktemp("serial")
+    chosen = [s for s in samples.load_samples() if s.assignment in EQUIVALENCE and not s.student.startswith("tmp_")]
+    expected = _class_of(chosen, root / "incoming")
+    return {"root": root, "chosen": chosen, "expected": expected,
+            **_interrupted_then_resumed(root / "incoming", root / "work", jobs=1)}
+
+
+def test_jobs_1_gives_the_same_scores_as_jobs_2(graded, serial):
+    """The session's grading ran with --jobs 2; the same samples of two assignments graded one at a time
+    (``serial``: a grading interrupted once and finished) get the same scores, notebooks and feedback."""
+    chosen, work = serial["chosen"], serial["root"] / "work"
+    assert serial["again"].returncode == 0, serial["again"].stdout[-2000:] + serial["again"].stderr[-2000:]
+    serial_rows = _rows(work)
     ledger = __import__("json").loads((graded[(chosen[0].student, chosen[0].assignment)]["workdir"]
                                        / "grading-ledger.json").read_text())
     assert all(entry["result"]["recorded"] for entry in ledger.values() if entry["result"]["ok"]), \
@@ -64,15 +108,15 @@ def test_jobs_1_gives_the_same_scores_as_jobs_2(graded, tmp_path):
     for s in chosen:
         key = (s.student, s.assignment)
         parallel = graded[key]
-        assert serial[key]["_status"] == parallel["status"] == "graded", (key, serial[key], parallel["status"])
-        scores = {q: (None if v == "" else float(v)) for q, v in serial[key].items() if not q.startswith("_")}
+        assert serial_rows[key]["_status"] == parallel["status"] == "graded", (key, serial_rows[key], parallel["status"])
+        scores = {q: (None if v == "" else float(v)) for q, v in serial_rows[key].items() if not q.startswith("_")}
         assert scores == parallel["questions"], f"{key}: --jobs 1 {scores} != --jobs 2 {parallel['questions']}"
         # each --jobs 2 worker graded and recorded in the course folder itself: what formgrader and the
         # feedback show is what a one-at-a-time run writes (same cells, same kinds of output, same questions)
-        one = _autograded(tmp_path / "serial" / "course", *key)
+        one = _autograded(work / "course", *key)
         two = _autograded(parallel["workdir"], *key)
         assert one and one == two, f"{key}: the autograded notebooks differ between --jobs 1 and --jobs 2"
-        assert _questions_in_feedback(tmp_path / "serial" / "course", *key) == \
+        assert _questions_in_feedback(work / "course", *key) == \
             _questions_in_feedback(parallel["workdir"], *key) != []
 
 
@@ -119,35 +163,30 @@ def test_a_dying_worker_is_retried_and_a_killer_is_flagged(tmp_path):
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
-def test_an_interrupted_batch_resumes_without_grading_anything_twice(tmp_path, jobs):
-    incoming = tmp_path / "incoming"
-    expected = {}
-    # the class without the /tmp samples (they are test_order.py's, and the slowest to grade)
-    for s in [s for s in samples.load_samples("00_orientation") if not s.student.startswith("tmp_")]:
-        name, nb = samples.build_notebook(s)
-        (incoming / s.student / "00_orientation").mkdir(parents=True)
-        nbformat.write(nb, incoming / s.student / "00_orientation" / name)
-        expected[s.student] = s.expect_auto
-    work = tmp_path / "work"
-    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
-    cmd = [sys.executable, "-m", "autograder", "grade", str(incoming), "--workdir", str(work / "course"),
-           "--out", str(work), "--no-progress", "--jobs", str(jobs)]
-    # returns only once every process holding its output has ended: with --jobs 2 its workers (and the
-    # fork server they came from) must die with the grading process, not live on
-    killed = subprocess.run(cmd, cwd=REPO, env=dict(env, COURSE_GRADING_STOP_AFTER="2"), capture_output=True,
-                            text=True, timeout=300)
+def test_an_interrupted_batch_resumes_without_grading_anything_twice(tmp_path, jobs, request):
+    """Killed after two submissions, then run again: what was graded is not graded again, the rest is,
+    and the scores are the samples'. ``--jobs 1``: the ``serial`` grading (two assignments' samples);
+    ``--jobs 2``: the orientation class (without test_order.py's /tmp samples, the slowest to grade)."""
+    if jobs == 1:
+        run = request.getfixturevalue("serial")
+        work, expected = run["root"] / "work", run["expected"]
+    else:
+        work = tmp_path / "work"
+        expected = _class_of([s for s in samples.load_samples("00_orientation") if not s.student.startswith("tmp_")],
+                             tmp_path / "incoming")
+        run = _interrupted_then_resumed(tmp_path / "incoming", work, jobs=2)
+    killed, again = run["killed"], run["again"]
     assert killed.returncode == 137, killed.stdout[-2000:] + killed.stderr[-2000:]
-    assert not (work / "grades.csv").exists()  # never half-written
-    ledger = __import__("json").loads((work / "course" / "grading-ledger.json").read_text())
+    assert not run["half_written"]  # never half-written
+    ledger = run.get("ledger", {})
     assert len(ledger) >= 2
-    again = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
     assert f"{len(ledger)} submission(s) unchanged since they were last graded" in again.stdout, again.stdout
     with (work / "grades.csv").open() as f:
-        got = {r["student"]: float(r["auto_score"]) for r in csv.DictReader(f)}
+        got = {(r["student"], r["assignment"]): float(r["auto_score"]) for r in csv.DictReader(f)}
     assert got == expected
     ledger = __import__("json").loads((work / "course" / "grading-ledger.json").read_text())
-    assert {k: v["times"] for k, v in ledger.items()} == {f"{s}/00_orientation": 1 for s in expected}
+    assert {k: v["times"] for k, v in ledger.items()} == {f"{s}/{a}": 1 for s, a in expected}
 
 
 def test_a_worker_grades_in_place_only_in_the_folder_of_its_batch(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 
 from instructor.batch import course
 from instructor.authoring import samples
-from conftest import RELEASE_STUDENT, SOURCE_STUDENT
+from conftest import RELEASE_STUDENT, SESSION_CELL_SECONDS, SOURCE_STUDENT
 
 ASSIGNMENTS = course.assignments()
 SAMPLES = samples.load_samples()
@@ -71,11 +71,16 @@ def test_sample_submission_earns_its_expected_score(graded, sample):
         f"{sample.path.name} ({sample.about}): total {total}, expected {sample.expect_auto}; per question {res['questions']}"
 
 
-def test_a_function_that_never_returns_costs_at_most_two_minutes(graded):
+def test_a_function_that_never_returns_costs_one_cell_limit(graded):
     """Assignment 3 with a ``decode`` that loops forever (graded next to the others, ``--jobs 2``):
-    the confirmation stops calling it after its first cell limit, the kernel skips what hung there."""
+    the confirmation stops calling it after its first cell limit, the kernel skips what hung there. The
+    session grades with a cell limit of SESSION_CELL_SECONDS (tests/conftest.py): the loop costs that
+    once (with the rest of the grading: under 1.8 limits), not once per run (two limits or more). With
+    the course's own limits (60 s for a course cell) that is under two minutes."""
     res = _result(graded, "endless_decode", "03_yolo_head")
-    assert res["seconds"] < 120, f"an endless decode cost {res['seconds']:.0f} s of a worker (at most 120)"
+    assert SESSION_CELL_SECONDS <= res["seconds"] < 1.8 * SESSION_CELL_SECONDS, \
+        f"an endless decode cost {res['seconds']:.0f} s of a worker: expected one cell limit " \
+        f"({SESSION_CELL_SECONDS} s) and the rest of its grading, under {1.8 * SESSION_CELL_SECONDS:.0f} s"
 
 
 def test_feedback_is_written_for_every_graded_submission(graded):
