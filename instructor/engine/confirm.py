@@ -103,8 +103,10 @@ def _job(cells: list[str], checks: list[Check], case_lists: list[list[dict]], ca
 def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict]], *,
                limits: "sandbox.Limits | None" = None, workdir: Path | None = None,
                use_sandbox: bool = True, cell_limits: list[float] | None = None,
-               warm=None) -> tuple[dict[str, list | None], list[str], bool]:
-    """Run the driver until every check has results or was ended by the notebook.
+               box=None) -> tuple[dict[str, list | None], list[str], bool]:
+    """Run the driver until every check has results or was ended by the notebook: in ``box``, the
+    submission's sandbox (:class:`instructor.sandbox.box.Sandbox`: pre-started or fresh, one face), each
+    run in a folder of ``workdir``; without one (an author's check), each run its own fresh sandbox.
 
     Returns ({grade_id: results or None}, flags, sandboxed, sources of the cells that ran into the cell limit).
     """
@@ -137,8 +139,9 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
             out = scratch / "out"
             out.mkdir()
             remaining = max(1.0, deadline - time.monotonic())
-            if warm is not None and use_sandbox:  # the submission's pre-started sandbox, if it has one
-                run = warm.run("probe_driver.py", ["job.pt", "out"], scratch, wall_seconds=remaining)
+            if box is not None:  # the submission's sandbox
+                run = box.run("probe_driver.py", ["job.pt", "out"], scratch, wall_seconds=remaining,
+                              use_sandbox=use_sandbox)
             else:
                 run = sandbox.run([sandbox.python(), "probe_driver.py", "job.pt", "out"], scratch,
                                   limits=limits, wall_seconds=remaining, use_sandbox=use_sandbox)
@@ -287,7 +290,7 @@ def with_error_output(why: str, tail: str) -> str:
 
 def confirm(nb, assignment: str, *, limits=None, workdir: Path | None = None,
             use_sandbox: bool = True, wanted: list[str] | None = None,
-            warm=None) -> Confirmation:
+            box=None) -> Confirmation:
     """Verdicts for the graded test cells ``wanted`` (default: those of ``nb``, a canonical notebook).
 
     Every code cell but the tests runs, in notebook order: nothing is left out by reading the code."""
@@ -300,7 +303,7 @@ def confirm(nb, assignment: str, *, limits=None, workdir: Path | None = None,
     results, flags, sandboxed, hung = run_probes(cells, checks, case_lists, limits=limits,
                                                  cell_limits=confirmation_cell_limits(nb, limits.cell_seconds,
                                                                                       course_cell_sources(assignment)),
-                                                 workdir=workdir, use_sandbox=use_sandbox, warm=warm)
+                                                 workdir=workdir, use_sandbox=use_sandbox, box=box)
     hung_tests = [gid for gid, got in results.items() if isinstance(got, list) and any(map(timed_out, got))]
     conf = Confirmation(flags=flags, sandboxed=sandboxed, hung_cells=hung, hung_tests=hung_tests)
     for check, cases in zip(checks, case_lists):

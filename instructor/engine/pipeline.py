@@ -34,8 +34,7 @@ import nbformat
 
 from ..layout import NB_EXT, REPO, RESTAMP_NOTE, gradebook_layout, load_config, test_cell_ids
 from .. import sandbox
-from ..sandbox import zygote
-from ..sandbox.kernel import KernelBox
+from ..sandbox.box import Sandbox
 from .feedback import annotate_feedback, exporter_class
 from .canonical import canonical_notebook
 from .execute import sandboxed_execute_class, source_key
@@ -485,18 +484,19 @@ def grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback
     lower of the two verdicts per test cell into the gradebook.
 
     Everything of this submission is data handed down: the canonical notebooks (made once, here), its
-    pre-started sandbox (:func:`instructor.sandbox.zygote.acquire`: held by this submission alone), the
-    kernel's box and settings (traits on the preprocessors' instances, :func:`autograde`; the kernel's
-    environment through ``start_kernel(env=...)``), and the flags the execution raised (returned)."""
+    sandbox (:class:`instructor.sandbox.box.Sandbox`: pre-started or fresh behind one face, held by this
+    submission alone), the kernel's box and settings (traits on the preprocessors' instances,
+    :func:`autograde`; the kernel's environment through ``start_kernel(env=...)``), and the flags the
+    execution raised (returned)."""
     from .confirm import confirm  # imports torch and the hidden checks: only when grading
 
     res.started = time.time()
     staged = workdir / "submitted" / sub.student / sub.assignment
     deadline = time.monotonic() + limits.wall_seconds
     space = contextlib.ExitStack()
-    # everything this submission's runs write, bounded: in a pre-started sandbox of this process when there is one
-    zyg = space.enter_context(zygote.acquire(limits))
-    tmp = space.enter_context(zyg.submission() if zyg is not None else sandbox.Workspace(limits))
+    # everything this submission's runs write, bounded: in its sandbox (pre-started when this process has one)
+    box = space.enter_context(Sandbox(limits))
+    tmp = box.folder
     try:
         verdicts, hung_cells, hung_tests, canonical = {}, [], [], {}
         for path in sorted(staged.glob("*" + NB_EXT)):
@@ -509,7 +509,7 @@ def grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback
             res.flags += flags
             lim = sandbox.Limits(**{**limits.__dict__, "wall_seconds": max(1.0, deadline - time.monotonic())})
             conf = confirm(canon, sub.assignment, limits=lim, workdir=tmp / "confirm" / path.stem,
-                           wanted=test_cell_ids(release_nb), warm=zyg)
+                           wanted=test_cell_ids(release_nb), box=box)
             res.flags += conf.flags
             res.confirm_seconds += conf.seconds
             _add_phase(res, "confirm", conf.seconds)
@@ -522,33 +522,22 @@ def grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback
         vfile.write_text(json.dumps(shown_verdicts({g: v.as_json() for g, v in verdicts.items()},
                                                    workdir / "release" / sub.assignment)))
         os.chmod(vfile, 0o644)
-        kernel_scratch, rundir, specs = tmp / "kernel", tmp / "run", tmp / "jupyter"
-        for d in (kernel_scratch, rundir):
-            d.mkdir()
-            os.chmod(d, 0o777)
-        sandbox.write_kernelspec(specs)
-        cgroup = sandbox.Cgroup(limits, None if zyg is not None else sandbox.status()["cgroup"])
-        box = KernelBox(scratch=kernel_scratch, rundir=rundir, limits=limits, specs=specs,
-                        cgroup_dirs=list(cgroup.dirs), bwrap=bool(sandbox.status()["bwrap"]), verdicts=vfile,
-                        launch=zyg.kernel if zyg is not None else None)
+        kernel = box.launch(verdicts=vfile)
         settings = {
             _canonicalize_preprocessor(): {"canonical": canonical, "course_root": str(Path(workdir).resolve())},
-            sandboxed_execute_class(): {"box": box, "wall_seconds": max(1.0, deadline - time.monotonic()),
+            sandboxed_execute_class(): {"box": kernel, "wall_seconds": max(1.0, deadline - time.monotonic()),
                                         "hung_tests": sorted(set(hung_tests)),
                                         "hung_cells": sorted({source_key(c) for c in hung_cells})}}
-        waking = cgroup.start_waking() if cgroup.active else None
         t_exec = time.perf_counter()
         try:
-            out, kernel_flags = autograde(api, sub.assignment, sub.student, settings)
+            with box.kernel_running():
+                out, kernel_flags = autograde(api, sub.assignment, sub.student, settings)
         finally:
             t_exec = time.perf_counter() - t_exec
-            if waking is not None:
-                waking.set()
-            cgroup.cleanup()
         res.flags += kernel_flags
         if not out.get("success"):
             res.error = failure_reason(out)
-            kernel_failure(res, rundir)
+            kernel_failure(res, kernel.rundir)
             return
         res.ok = True
         res.verdicts = {g: v.as_json() for g, v in verdicts.items()}

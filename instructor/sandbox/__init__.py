@@ -12,7 +12,10 @@ This module runs a command in the sandbox (:func:`run`), says what this machine 
 * :mod:`.workspace` — a submission's bounded folder on the host, handing it to the sandbox's uid,
   the keyrings that uid leaves, and what killed graders leave;
 * :mod:`.kernel` — a Jupyter kernel inside the sandbox (its kernelspec and process, the kernel manager);
-* :mod:`.zygote` — one pre-started sandbox per worker, a fork of it per run.
+* :mod:`.zygote` — one pre-started sandbox per worker, a fork of it per run;
+* :mod:`.box` — :class:`~.box.Sandbox`, one submission's sandbox as one object (``run``, ``launch``,
+  ``kernel_env``, ``kernel_running``, ``status``): the pre-started one and a fresh one behind one face.
+  The engine grades through it (:func:`instructor.engine.pipeline.grade_one`).
 
 It knows nothing of nbgrader, torch or the checks (``tests/test_architecture.py``): what runs in it and
 what its results mean is the engine's (:mod:`instructor.engine`).
@@ -48,6 +51,7 @@ from .limits import Limits, RunResult, apply_rlimits, describe_exit
 from .workspace import Workspace, can_bound_disk, sweep_leftovers
 
 __all__ = [  # the face: what a caller of the sandbox needs; the rest is named in the module that owns it
+    "Sandbox",                                            # one submission's sandbox (.box; imported when first named)
     "Limits", "RunResult", "Workspace", "Cgroup",        # what a box is given, what comes back, its folder, its cgroup
     "run", "status", "python", "report", "warn_if_unsandboxed",  # run a command in a box; what this machine allows
     "write_kernelspec",                                   # a kernel in a box (nbgrader's half: instructor.engine.execute)
@@ -213,3 +217,12 @@ def report(limits: "Limits | None" = None) -> dict:
         all(v != "READABLE" for v in sp.get("root's files", {"?": "READABLE"}).values())
     return out
 
+
+def __getattr__(name: str):
+    """``sandbox.Sandbox`` (:mod:`.box`), imported when first named: it reaches the pre-started sandbox
+    (:mod:`.zygote`), which itself imports this face."""
+    if name == "Sandbox":
+        from .box import Sandbox
+
+        return Sandbox
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
