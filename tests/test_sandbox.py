@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from instructor.sandbox import isolation
+from instructor.sandbox.workspace import Workspace
 from instructor import sandbox
 from instructor.hidden.probe_driver import sanitize, unwrap
 
@@ -198,10 +199,10 @@ def test_a_submission_cannot_fill_the_disk(tmp_path):
     lim = sandbox.Limits(disk_bytes=16 << 20)
     free = lambda: os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize  # noqa: E731
     before = free()
-    with sandbox.Workspace(lim) as space:
+    with Workspace(lim) as space:
         (space / "run").mkdir()
         if sandbox.can_bound_disk():
-            assert sandbox.Workspace(lim).bounded is False  # bounded only once entered
+            assert Workspace(lim).bounded is False  # bounded only once entered
         (space / "run" / "probe.py").write_text(_FILLER + "\nimport json\njson.dump(OUT, open('out.json', 'w'))\n")
         res = sandbox.run([sandbox.python(), "probe.py"], space / "run", limits=lim, wall_seconds=60)
         import json
@@ -388,7 +389,7 @@ def test_what_a_killed_grader_left_is_swept_and_a_live_graders_is_kept(tmp_path)
     victim.mkdir()
     (victim / "keep.txt").write_text("not the grader's")
     os.symlink(victim, tmp_path / "grade-4194303-forged")   # a name that looks like a dead grader's: a link
-    with sandbox.Workspace(sandbox.Limits(), parent=str(tmp_path)) as live:  # this process's: alive
+    with Workspace(sandbox.Limits(), parent=str(tmp_path)) as live:  # this process's: alive
         gone = sandbox.sweep_leftovers(min_age=0, roots=[tmp_path])
         assert os.path.ismount(live) and live.is_dir()
     assert left in gone and not os.path.ismount(left) and not Path(left).exists()

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from instructor import sandbox
+from instructor.sandbox.workspace import Workspace
 from instructor.sandbox import isolation, workspace, zygote
 
 pytestmark = [pytest.mark.slow,
@@ -257,7 +258,7 @@ def test_a_run_without_the_pre_started_sandbox_leaves_no_key_either(tmp_path):
     limits = sandbox.Limits(wall_seconds=60)
     results = {}
     for name, code in (("attacker", FILL_EVERY_CHANNEL), ("next", DETECT_EVERY_CHANNEL)):
-        with sandbox.Workspace(limits) as space:
+        with Workspace(limits) as space:
             scratch = space / name
             scratch.mkdir()
             (scratch / "run.py").write_text(code)
@@ -272,7 +273,7 @@ def test_without_the_keyring_clear_one_sandbox_per_run_leaks_keys(tmp_path):
     results = {}
     try:
         for name, code in (("attacker", FILL_EVERY_CHANNEL), ("next", DETECT_EVERY_CHANNEL)):
-            with sandbox.Workspace(limits, clear_keys=False) as space:
+            with Workspace(limits, clear_keys=False) as space:
                 scratch = space / name
                 scratch.mkdir()
                 (scratch / "run.py").write_text(code)
@@ -288,7 +289,7 @@ def test_the_keyring_sweep_works_where_python_refuses_a_preexec_fn(monkeypatch):
     swept (two tracebacks after a correct grade). The sweep must clear the keys without one."""
     limits = sandbox.Limits(wall_seconds=60)
     try:
-        with sandbox.Workspace(limits, clear_keys=False) as space:
+        with Workspace(limits, clear_keys=False) as space:
             (space / "run.py").write_text(FILL_EVERY_CHANNEL)
             sandbox.run([sandbox.python(), "run.py"], space, limits=limits, wall_seconds=60)
             filled = json.loads((space / "out.json").read_text())
@@ -303,7 +304,7 @@ def test_the_keyring_sweep_works_where_python_refuses_a_preexec_fn(monkeypatch):
         monkeypatch.setattr(subprocess.Popen, "__init__", as_at_shutdown)
         assert workspace.clear_keyrings(isolation.sandbox_uid(limits)) is True
         monkeypatch.undo()
-        with sandbox.Workspace(limits, clear_keys=False) as space:
+        with Workspace(limits, clear_keys=False) as space:
             (space / "run.py").write_text(DETECT_EVERY_CHANNEL)
             sandbox.run([sandbox.python(), "run.py"], space, limits=limits, wall_seconds=60)
             seen = json.loads((space / "out.json").read_text())

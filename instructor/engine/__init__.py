@@ -1,6 +1,6 @@
 """One submission graded: the engine. It knows nbgrader and the hidden checks; it is handed a sandbox.
 
-* :mod:`.pipeline` — the stages of one submission (:func:`~.pipeline.grade_one`): read, canonical,
+* :mod:`.pipeline` — the stages of one submission (:func:`~.pipeline.grade_submission`): read, canonical,
   confirm, execute (nbgrader's autograde), keep the lower verdict, record, feedback;
 * :mod:`.canonical` — the notebook as the course released it, whatever the student's file says
   about its own cells (undoes tampering);

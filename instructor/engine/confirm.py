@@ -36,6 +36,7 @@ from ..hidden.probe_driver import timed_out
 from ..layout import REPO, is_test_cell, nbgrader_meta, test_cell_ids
 from .results import ResultTooLarge, check_result_file, load_data
 from .. import sandbox
+from ..sandbox.box import Sandbox
 
 DRIVER = Path(__file__).resolve().parents[1] / "hidden" / "probe_driver.py"
 MAX_RERUNS = 3
@@ -106,7 +107,7 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
                box=None) -> tuple[dict[str, list | None], list[str], bool]:
     """Run the driver until every check has results or was ended by the notebook: in ``box``, the
     submission's sandbox (:class:`instructor.sandbox.box.Sandbox`: pre-started or fresh, one face), each
-    run in a folder of ``workdir``; without one (an author's check), each run its own fresh sandbox.
+    run in a folder of ``workdir``; without one (an author's check), a fresh sandbox of its own.
 
     Returns ({grade_id: results or None}, flags, sandboxed, sources of the cells that ran into the cell limit).
     """
@@ -123,7 +124,9 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
     flags: list[str] = []
     sandboxed = False
     space = contextlib.ExitStack()
-    base = space.enter_context(sandbox.Workspace(limits, prefix="confirm-")) if workdir is None else Path(workdir)
+    if box is None:  # an author's check (no submission): a fresh sandbox of its own
+        box = space.enter_context(Sandbox(limits, pre_started=False))
+    base = box.folder if workdir is None else Path(workdir)
     deadline = time.monotonic() + limits.wall_seconds
     budget = limits.result_bytes  # all result files of this submission together, unpacked
     hung: list[str] = []
@@ -139,12 +142,7 @@ def run_probes(cells: list[str], checks: list[Check], case_lists: list[list[dict
             out = scratch / "out"
             out.mkdir()
             remaining = max(1.0, deadline - time.monotonic())
-            if box is not None:  # the submission's sandbox
-                run = box.run("probe_driver.py", ["job.pt", "out"], scratch, wall_seconds=remaining,
-                              use_sandbox=use_sandbox)
-            else:
-                run = sandbox.run([sandbox.python(), "probe_driver.py", "job.pt", "out"], scratch,
-                                  limits=limits, wall_seconds=remaining, use_sandbox=use_sandbox)
+            run = box.run("probe_driver.py", ["job.pt", "out"], scratch, wall_seconds=remaining, use_sandbox=use_sandbox)
             sandboxed = sandboxed or run.sandboxed
             for i in list(pending):
                 gid = checks[i].grade_id

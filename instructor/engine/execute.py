@@ -20,7 +20,7 @@ import threading
 import time
 
 from ..layout import notebook_language
-from ..sandbox.kernel import KERNEL_NAME, kernel_manager_class
+from ..sandbox import KERNEL_NAME, kernel_manager_class
 
 HUNG_CELL_SECONDS = 10        # a test cell whose function never returned in the confirmation run
 HUNG_AFTER_LOOP_SECONDS = 30  # any cell, once an earlier cell ran into the per-cell limit

@@ -4,10 +4,11 @@ The stages, in the order a submission meets them (each a public function the bat
 :func:`instructor.batch.course.grade` one at a time, :mod:`instructor.batch.parallel` on workers and Dask):
 
 1. :func:`stage` — the submitted files copied where nbgrader looks (nothing overwritten: kept aside);
-2. :func:`grade_one` — *canonicalize* (:mod:`.canonical`, an nbgrader preprocessor), *confirm* every
-   test cell outside the student's kernel (:mod:`.confirm`: probes in the sandbox, judged here),
-   *execute* with nbgrader's autograde, its kernel in the sandbox (:mod:`instructor.sandbox`), the outputs made
-   inert (:mod:`.sanitize`);
+2. :func:`grade_submission` (``grade_one``: the same in a sandbox of its own), readable top to bottom:
+   *canonicalize* (:func:`canonical_notebooks`, :mod:`.canonical`), *confirm* every test cell outside the
+   student's kernel (:func:`confirmation`, :mod:`.confirm`: probes in the submission's
+   :class:`~instructor.sandbox.box.Sandbox`, judged here), *execute* with nbgrader's autograde, its kernel
+   in the same sandbox (:func:`execution_settings`, :func:`autograde`), the outputs made inert (:mod:`.sanitize`);
 3. :func:`keep_lower` — *judge*: per test cell, the gradebook keeps the lower of the two verdicts;
 4. :func:`record` — the same bookkeeping for a notebook a worker executed (one process writes the gradebook);
 5. *report*: :func:`scores`, nbgrader's ``generate_feedback`` and :func:`.feedback.annotate_feedback`.
@@ -17,7 +18,6 @@ own preprocessors, each with one job.
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import functools
@@ -41,8 +41,9 @@ from .execute import sandboxed_execute_class, source_key
 from .i18n import shown_verdicts
 
 __all__ = ["Submission", "QuestionScore", "Outcome", "Result", "sandboxed_config", "replay_config", "nbgrader_api", "check_ok",
-           "prepare_environment", "stage", "grade_one", "keep_lower", "record", "scores", "annotate_feedback",
-           "read_notebook", "failing_tests", "short_error", "failure_reason", "write_atomically"]
+           "prepare_environment", "stage", "grade_one", "grade_submission", "CourseFolder", "keep_lower", "record",
+           "scores", "annotate_feedback", "read_notebook", "failing_tests", "short_error", "failure_reason",
+           "write_atomically"]
 
 
 def sandboxed_config(root: Path):
@@ -478,78 +479,118 @@ def scores(api, assignment: str, student: str) -> list[QuestionScore]:
                 scores[g.name] = g.score if graded else None
     return [QuestionScore(gid, scores.get(gid), c["points"], c["kind"]) for gid, c in layout.items()]
 
-def grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback: bool,
-               record: bool = True) -> None:
-    """Confirmation in the sandbox, then nbgrader autograde with its kernel in the sandbox, then the
-    lower of the two verdicts per test cell into the gradebook.
+@dataclass
+class CourseFolder:
+    """Where and how a submission is graded: nbgrader's API on the course folder ``workdir``, the
+    sandbox's ``limits``, whether to write the feedback, and whether this process records the grades
+    (``record=False``: a worker hands the executed notebooks to the one process that does)."""
+    api: object
+    workdir: Path
+    limits: object
+    feedback: bool = True
+    record: bool = True
 
-    Everything of this submission is data handed down: the canonical notebooks (made once, here), its
-    sandbox (:class:`instructor.sandbox.box.Sandbox`: pre-started or fresh behind one face, held by this
-    submission alone), the kernel's box and settings (traits on the preprocessors' instances,
-    :func:`autograde`; the kernel's environment through ``start_kernel(env=...)``), and the flags the
-    execution raised (returned)."""
+
+def grade_one(api, sub: Submission, workdir: Path, res: Result, limits, feedback: bool,
+              record: bool = True) -> None:
+    """:func:`grade_submission` in a sandbox of its own (:class:`~instructor.sandbox.box.Sandbox`:
+    pre-started when this process has one), its outcome in ``res``."""
+    try:
+        with Sandbox(limits) as box:
+            grade_submission(sub, box, CourseFolder(api, Path(workdir), limits, feedback, record), res)
+    finally:
+        res.flags = list(dict.fromkeys(res.flags))
+
+
+def grade_submission(sub: Submission, box: Sandbox, course: CourseFolder, res: Result | None = None) -> Result:
+    """One submission, top to bottom: its canonical notebooks (made once), the confirmation's probes in
+    ``box``, nbgrader's autograde with its kernel in ``box``, then the lower of the two verdicts per
+    test cell into the gradebook and the feedback. Everything of this submission is data handed down
+    (the notebooks, the box, the kernel's settings as traits on the preprocessors' instances and its
+    environment through ``start_kernel(env=...)``); the flags come back in the result."""
+    res = res if res is not None else Result(sub.student, sub.assignment, ok=False)
+    res.started = time.time()
+    deadline = time.monotonic() + course.limits.wall_seconds
+    canonical = canonical_notebooks(sub, course, res)
+    conf = confirmation(sub, canonical, box, course, deadline, res)
+    kernel = box.launch(verdicts=verdicts_file(box, conf["verdicts"], course.workdir / "release" / sub.assignment))
+    t_exec = time.perf_counter()
+    with box.kernel_running():
+        out, kernel_flags = autograde(course.api, sub.assignment, sub.student, execution_settings(
+            canonical, kernel, course, deadline, conf))
+    t_exec = time.perf_counter() - t_exec
+    res.flags += kernel_flags
+    if not out.get("success"):
+        res.error = failure_reason(out)
+        kernel_failure(res, kernel.rundir)
+        return res
+    res.ok = True
+    res.verdicts = {g: v.as_json() for g, v in conf["verdicts"].items()}
+    executed = sorted((course.workdir / "autograded" / sub.student / sub.assignment).glob("*" + NB_EXT))
+    _book_execution(res, t_exec, executed)
+    if not course.record:  # a worker: hand the executed notebooks to the one process that records grades
+        res.executed = {p.name: p.read_text(encoding="utf-8") for p in executed}
+        return res
+    judge_and_report(course.api, sub, course.workdir, res, conf["verdicts"], course.feedback, time.perf_counter())
+    return res
+
+
+def canonical_notebooks(sub: Submission, course: CourseFolder, res: Result) -> dict:
+    """{notebook name: the canonical notebook} of the staged submission (:mod:`.canonical`: the released
+    notebook's cells and metadata, the student's answers); what was undone goes to ``res.flags``. A file
+    that is no notebook stops the grading (``ValueError`` naming it)."""
+    staged = course.workdir / "submitted" / sub.student / sub.assignment
+    canonical = {}
+    for path in sorted(staged.glob("*" + NB_EXT)):
+        release_nb = nbformat.read(course.workdir / "release" / sub.assignment / path.name, as_version=4)
+        nb, why = read_notebook(path)
+        if why:
+            raise ValueError(f"{path.name}: {why}")
+        canon, flags = canonical_notebook(nb, release_nb)
+        canonical[path.name] = canon
+        res.flags += flags
+    return canonical
+
+
+def confirmation(sub: Submission, canonical: dict, box: Sandbox, course: CourseFolder, deadline: float,
+                 res: Result) -> dict:
+    """The confirmation of each canonical notebook (:mod:`.confirm`: the answer and lesson cells, then the
+    hidden checks' probes, in ``box``; judged here): {"verdicts", "hung_cells", "hung_tests"}."""
     from .confirm import confirm  # imports torch and the hidden checks: only when grading
 
-    res.started = time.time()
-    staged = workdir / "submitted" / sub.student / sub.assignment
-    deadline = time.monotonic() + limits.wall_seconds
-    space = contextlib.ExitStack()
-    # everything this submission's runs write, bounded: in its sandbox (pre-started when this process has one)
-    box = space.enter_context(Sandbox(limits))
-    tmp = box.folder
-    try:
-        verdicts, hung_cells, hung_tests, canonical = {}, [], [], {}
-        for path in sorted(staged.glob("*" + NB_EXT)):
-            release_nb = nbformat.read(workdir / "release" / sub.assignment / path.name, as_version=4)
-            nb, why = read_notebook(path)
-            if why:
-                raise ValueError(f"{path.name}: {why}")
-            canon, flags = canonical_notebook(nb, release_nb)
-            canonical[path.name] = canon
-            res.flags += flags
-            lim = sandbox.Limits(**{**limits.__dict__, "wall_seconds": max(1.0, deadline - time.monotonic())})
-            conf = confirm(canon, sub.assignment, limits=lim, workdir=tmp / "confirm" / path.stem,
-                           wanted=test_cell_ids(release_nb), box=box)
-            res.flags += conf.flags
-            res.confirm_seconds += conf.seconds
-            _add_phase(res, "confirm", conf.seconds)
-            res.sandboxed = conf.sandboxed
-            verdicts.update(conf.verdicts)
-            hung_cells += conf.hung_cells
-            hung_tests += conf.hung_tests
-        vfile = tmp / "verdicts.json"
-        # what the kernel shows in the feedback: in the language of the release (the gradebook keeps English)
-        vfile.write_text(json.dumps(shown_verdicts({g: v.as_json() for g, v in verdicts.items()},
-                                                   workdir / "release" / sub.assignment)))
-        os.chmod(vfile, 0o644)
-        kernel = box.launch(verdicts=vfile)
-        settings = {
-            _canonicalize_preprocessor(): {"canonical": canonical, "course_root": str(Path(workdir).resolve())},
-            sandboxed_execute_class(): {"box": kernel, "wall_seconds": max(1.0, deadline - time.monotonic()),
-                                        "hung_tests": sorted(set(hung_tests)),
-                                        "hung_cells": sorted({source_key(c) for c in hung_cells})}}
-        t_exec = time.perf_counter()
-        try:
-            with box.kernel_running():
-                out, kernel_flags = autograde(api, sub.assignment, sub.student, settings)
-        finally:
-            t_exec = time.perf_counter() - t_exec
-        res.flags += kernel_flags
-        if not out.get("success"):
-            res.error = failure_reason(out)
-            kernel_failure(res, kernel.rundir)
-            return
-        res.ok = True
-        res.verdicts = {g: v.as_json() for g, v in verdicts.items()}
-        executed = sorted((workdir / "autograded" / sub.student / sub.assignment).glob("*" + NB_EXT))
-        _book_execution(res, t_exec, executed)
-        if not record:  # a worker: hand the executed notebooks to the one process that records grades
-            res.executed = {p.name: p.read_text(encoding="utf-8") for p in executed}
-            return
-        judge_and_report(api, sub, workdir, res, verdicts, feedback, time.perf_counter())
-    finally:
-        space.close()
-        res.flags = list(dict.fromkeys(res.flags))
+    got = {"verdicts": {}, "hung_cells": [], "hung_tests": []}
+    for name, canon in canonical.items():
+        release_nb = nbformat.read(course.workdir / "release" / sub.assignment / name, as_version=4)
+        lim = sandbox.Limits(**{**course.limits.__dict__, "wall_seconds": max(1.0, deadline - time.monotonic())})
+        conf = confirm(canon, sub.assignment, limits=lim, workdir=box.folder / "confirm" / Path(name).stem,
+                       wanted=test_cell_ids(release_nb), box=box)
+        res.flags += conf.flags
+        res.confirm_seconds += conf.seconds
+        _add_phase(res, "confirm", conf.seconds)
+        res.sandboxed = conf.sandboxed
+        got["verdicts"].update(conf.verdicts)
+        got["hung_cells"] += conf.hung_cells
+        got["hung_tests"] += conf.hung_tests
+    return got
+
+
+def verdicts_file(box: Sandbox, verdicts: dict, release: Path) -> Path:
+    """The judge's verdicts, in the language of the release (the gradebook keeps English), in a file of
+    ``box`` the kernel may read: what its feedback shows."""
+    vfile = box.folder / "verdicts.json"
+    vfile.write_text(json.dumps(shown_verdicts({g: v.as_json() for g, v in verdicts.items()}, release)))
+    os.chmod(vfile, 0o644)
+    return vfile
+
+
+def execution_settings(canonical: dict, kernel, course: CourseFolder, deadline: float, conf: dict) -> dict:
+    """The per-submission traits of nbgrader's preprocessors (:func:`autograde`): the canonical notebooks,
+    the kernel's box, the time left, what never returned in the confirmation."""
+    return {
+        _canonicalize_preprocessor(): {"canonical": canonical, "course_root": str(Path(course.workdir).resolve())},
+        sandboxed_execute_class(): {"box": kernel, "wall_seconds": max(1.0, deadline - time.monotonic()),
+                                    "hung_tests": sorted(set(conf["hung_tests"])),
+                                    "hung_cells": sorted({source_key(c) for c in conf["hung_cells"]})}}
 
 
 def keep_lower(api, sub: Submission, verdicts: dict, res: Result) -> None:

@@ -20,7 +20,7 @@ This module runs a command in the sandbox (:func:`run`), says what this machine 
 It knows nothing of nbgrader, torch or the checks (``tests/test_architecture.py``): what runs in it and
 what its results mean is the engine's (:mod:`instructor.engine`).
 
-This module is the sandbox's face (``__all__``: ``sandbox.run``, ``sandbox.Limits``, ``sandbox.Workspace``,
+This module is the sandbox's face (``__all__``: ``sandbox.Sandbox``, ``sandbox.run``, ``sandbox.Limits``,
 ...); everything else is named in the module that owns it (``isolation.sandbox_uid``,
 ``workspace.give_to``). A test that replaces one replaces it there: its callers look it up there.
 
@@ -46,15 +46,15 @@ from pathlib import Path
 from . import cgroups, isolation, workspace
 from .cgroups import Cgroup
 from .isolation import drops_privileges
-from .kernel import write_kernelspec
+from .kernel import KERNEL_NAME, kernel_manager_class, write_kernelspec
 from .limits import Limits, RunResult, apply_rlimits, describe_exit
 from .workspace import Workspace, can_bound_disk, sweep_leftovers
 
 __all__ = [  # the face: what a caller of the sandbox needs; the rest is named in the module that owns it
     "Sandbox",                                            # one submission's sandbox (.box; imported when first named)
-    "Limits", "RunResult", "Workspace", "Cgroup",        # what a box is given, what comes back, its folder, its cgroup
+    "Limits", "RunResult",                                # what a box is given, what comes back
     "run", "status", "python", "report", "warn_if_unsandboxed",  # run a command in a box; what this machine allows
-    "write_kernelspec",                                   # a kernel in a box (nbgrader's half: instructor.engine.execute)
+    "KERNEL_NAME", "kernel_manager_class",                # a kernel in a box (nbgrader's half: instructor.engine.execute)
     "sweep_leftovers", "can_bound_disk", "drops_privileges",  # what killed graders left; what grading as root adds
 ]
 
