@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .check import NotebookNotFound, find_notebook
+from .nbgrader_cells import grade_id
 from .i18n import _
 
 __all__ = ["export", "HandinReport", "HandinRefused", "NotebookNotFound"]
@@ -65,8 +66,9 @@ class HandinReport:
 
 
 def _graded_cells(nb: dict) -> dict[str, dict]:
-    return {m["grade_id"]: c for c in nb.get("cells", [])
-            if isinstance(m := c.get("metadata", {}).get("nbgrader"), dict) and m.get("grade_id")}
+    """The notebook's nbgrader cells by ``grade_id`` (:func:`~autograder.nbgrader_cells.grade_id`: an id
+    that is no string, or empty, names no cell)."""
+    return {gid: c for c in nb.get("cells", []) if (gid := grade_id(c))}
 
 
 def _course_name(path: Path, nb: dict) -> str:

@@ -14,8 +14,10 @@ So a cell is graded when it has ``grade`` or ``task``, and its kind (:func:`cell
 graded answer cell, or a graded cell that is not code) or ``"task"``. :func:`checksum` is nbgrader's own
 ``compute_checksum``, so that the checksum stored at release tells whether an answer was changed since.
 
-Read by both sides: the student package (:mod:`autograder.check`, which lists a notebook's questions) and
-the grader (``instructor/layout.py``: the gradebook's layout, the test cells). It imports nothing but the
+Read by both sides: the student package (:mod:`autograder.check`, which lists a notebook's questions;
+:mod:`autograder.handin`) and the grader (``instructor/layout.py``: the gradebook's layout, the test cells;
+the engine, the authoring tools, the batch). No other module reads ``metadata.nbgrader`` to decide what a
+cell is (``tests/test_graded_cells_one_rule.py`` lists the few that touch it, and why). It imports nothing but the
 standard library, and works on a notebook's JSON (dicts) and on ``nbformat``'s nodes alike. Where the two
 callers differ, each keeps its own rule, said in its docstring: ``check`` reads the student's notebook (any
 bytes: a cell without a ``grade_id`` or with points that are no number is skipped or worth 0, and a task
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 
-__all__ = ["nbgrader_meta", "cell_source", "is_test_cell", "cell_kind", "checksum"]
+__all__ = ["nbgrader_meta", "grade_id", "cell_source", "is_answer_cell", "is_test_cell", "cell_kind", "checksum"]
 
 
 def nbgrader_meta(cell) -> dict:
@@ -35,10 +37,26 @@ def nbgrader_meta(cell) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
+def grade_id(cell) -> str | None:
+    """The cell's ``grade_id`` when it is a string, else None (no nbgrader metadata, no id, or an id that
+    is no string: a student's list or number is no id, nor always hashable).
+
+    For any notebook, the student's included. Where a missing id is an error (the course's own
+    notebooks), the caller reads ``nbgrader_meta(cell)["grade_id"]`` and lets the KeyError say so."""
+    gid = nbgrader_meta(cell).get("grade_id")
+    return gid if isinstance(gid, str) else None
+
+
 def cell_source(cell) -> str:
     """The cell's text (a notebook file may hold it as a list of lines)."""
     src = cell.get("source", "")
     return "".join(src) if isinstance(src, list) else str(src)
+
+
+def is_answer_cell(cell) -> bool:
+    """An answer cell (``solution``): the student writes there; any cell type (a written answer is
+    markdown)."""
+    return bool(nbgrader_meta(cell).get("solution"))
 
 
 def is_test_cell(cell) -> bool:

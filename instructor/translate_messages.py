@@ -258,6 +258,8 @@ def _cell_python(src: str) -> str:
 
 def notebook_cells(path: Path) -> list[tuple[str, str, str]]:
     """(where, visible code, hidden-test code) of each code cell of a notebook."""
+    from autograder.nbgrader_cells import grade_id
+
     nb = json.loads(path.read_text(encoding="utf-8"))
     out = []
     for k, cell in enumerate(nb.get("cells", [])):
@@ -265,7 +267,7 @@ def notebook_cells(path: Path) -> list[tuple[str, str, str]]:
             continue
         src = cell.get("source", "")
         src = "".join(src) if isinstance(src, list) else src
-        gid = (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id") or f"cell {k}"
+        gid = grade_id(cell) or f"cell {k}"
         hidden = "\n".join(m.group(0) for m in HIDDEN_BLOCK.finditer(src))
         out.append((f"{path.as_posix()}#{gid}", HIDDEN_BLOCK.sub("", src), hidden))
     return out

@@ -20,6 +20,8 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from autograder.nbgrader_cells import grade_id as _grade_id, is_test_cell, nbgrader_meta
+
 __all__ = ["md", "code", "readonly", "solution", "tests", "answer", "notebook", "write"]
 
 
@@ -70,7 +72,7 @@ def notebook(cells: list) -> nbformat.NotebookNode:
     })
     seen: dict[str, int] = {}
     for i, cell in enumerate(nb.cells):
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id") or f"{cell.cell_type[:2]}-{i:03d}"
+        gid = _grade_id(cell) or f"{cell.cell_type[:2]}-{i:03d}"
         base = re.sub(r"[^A-Za-z0-9_-]", "-", gid)[:60]
         seen[base] = seen.get(base, 0) + 1
         cell.id = base if seen[base] == 1 else f"{base}-{seen[base]}"
@@ -97,15 +99,15 @@ def relay_hidden_tests(path: Path) -> list[str]:
     nb = nbformat.read(path, as_version=4)
     done = []
     for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+        if not is_test_cell(cell):
             continue
+        gid = nbgrader_meta(cell)["grade_id"]   # the course's own notebook: a test cell without an id is an error
         relay = ("### BEGIN HIDDEN TESTS\nfrom autograder.verdicts import confirmed\n"
-                 f"confirmed({meta['grade_id']!r})\n### END HIDDEN TESTS")
+                 f"confirmed({gid!r})\n### END HIDDEN TESTS")
         if HIDDEN_BLOCK.search(cell.source):
             cell.source = HIDDEN_BLOCK.sub(lambda m: relay, cell.source)
         else:
             cell.source = cell.source.rstrip("\n") + "\n" + relay
-        done.append(meta["grade_id"])
+        done.append(gid)
     nbformat.write(nb, path)
     return done

@@ -46,6 +46,8 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.nbgrader_cells import grade_id as _grade_id
+
 from ..layout import REPO, source_notebooks
 
 SAMPLES = REPO / "tests" / "samples"
@@ -115,7 +117,7 @@ def build_notebook(sample: Sample) -> tuple[str, nbformat.NotebookNode]:
     [src] = source_notebooks(sample.assignment)[:1]
     release_nb = REPO / "release" / sample.assignment / src.name
     nb = nbformat.read(release_nb, as_version=4)
-    by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
+    by_id = {_grade_id(c): c for c in nb.cells}
     added_markdown = None
     for kind, grade_id, text in sample.blocks:
         if kind == "attachments":

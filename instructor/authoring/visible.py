@@ -20,6 +20,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.nbgrader_cells import grade_id, is_test_cell
+
 from ..layout import REPO
 from ..engine.pipeline import prepare_environment
 from .samples import Sample, build_notebook, load_samples, parse_sample
@@ -78,12 +80,11 @@ def cell_outcomes(nb) -> dict[str, CellOutcome]:
     """
     cells = {}
     for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+        if not is_test_cell(cell):
             continue
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"
                   and o.get("ename") != "HiddenTestFailed"]
-        gid = meta.get("grade_id", "")
+        gid = grade_id(cell) or ""
         cells[gid] = CellOutcome(gid, "fail" if errors else "pass", shown_error(errors[0]) if errors else "")
     return cells
 

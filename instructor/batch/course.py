@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.nbgrader_cells import grade_id
+
 from ..layout import (NB_EXT, REPO, RESTAMP_NOTE, assignments, gradebook_layout, load_config, notebook_owner,  # noqa: F401
                       source_notebooks)
 from .parallel import Executor, grade_parallel, start_workers
@@ -143,7 +145,7 @@ def _link(path: Path) -> str | None:
 
 
 def _grade_ids(nb) -> set[str]:
-    return {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells} - {None}
+    return {grade_id(c) for c in nb.cells} - {None}
 
 
 def collect_submissions(path: Path, root: Path = REPO) -> tuple[list[Submission], list[Problem]]:
@@ -265,9 +267,9 @@ def collect_submissions(path: Path, root: Path = REPO) -> tuple[list[Submission]
 # --------------------------------------------------------------------------- which assignment
 
 def grade_ids(nb) -> set:
-    """The nbgrader grade ids of a notebook's cells."""
-    return {m.get("grade_id") for c in nb.cells
-            if isinstance(m := c.get("metadata", {}).get("nbgrader"), dict)} - {None}
+    """The nbgrader grade ids of a notebook's cells (:func:`autograder.nbgrader_cells.grade_id`: a
+    student's id that is no string names no cell)."""
+    return {grade_id(c) for c in nb.cells} - {None}
 
 
 def recognise(nb, filename: str, root: Path = REPO) -> tuple[str, str, str] | None:

@@ -13,23 +13,14 @@ import json
 
 import nbformat
 
+from autograder.nbgrader_cells import grade_id, is_answer_cell, nbgrader_meta
+
 MAX_CELLS = 2000        # more than this: only the released cells (with the student's answers) are graded
 MAX_SOURCE_CHARS = 200_000  # one cell's source
 MAX_NOTEBOOK_CHARS = 4_000_000  # all the cells of the student's own, together
 MAX_ATTACHMENT_BYTES = 1 << 20  # images pasted into markdown cells, all together
 
 __all__ = ["canonical_notebook", "MAX_CELLS"]
-
-
-def _gid(cell) -> str | None:
-    meta = cell.get("metadata", {}).get("nbgrader")
-    gid = meta.get("grade_id") if isinstance(meta, dict) else None
-    return gid if isinstance(gid, str) else None   # a student's list or object is no id (nor hashable)
-
-
-def _nbmeta(cell) -> dict:
-    meta = cell.get("metadata", {}).get("nbgrader")
-    return meta if isinstance(meta, dict) else {}
 
 
 def _shown(value, limit: int = 120) -> str:
@@ -42,11 +33,11 @@ def _shown(value, limit: int = 120) -> str:
 def canonical_notebook(nb, release_nb) -> tuple[nbformat.NotebookNode, list[str]]:
     """(canonical notebook, flags). ``nb`` is not modified."""
     flags: list[str] = []
-    release_cells = {(_gid(c)): c for c in release_nb.cells if _gid(c)}
-    order = [_gid(c) for c in release_nb.cells if _gid(c)]
+    release_cells = {(grade_id(c)): c for c in release_nb.cells if grade_id(c)}
+    order = [grade_id(c) for c in release_nb.cells if grade_id(c)]
     student_by_id: dict[str, object] = {}
     for cell in nb.cells:
-        gid = _gid(cell)
+        gid = grade_id(cell)
         if gid in release_cells and gid not in student_by_id:
             student_by_id[gid] = cell
 
@@ -67,18 +58,18 @@ def canonical_notebook(nb, release_nb) -> tuple[nbformat.NotebookNode, list[str]
         rel = release_cells[gid]
         out = copy.deepcopy(rel)
         student = student_by_id.get(gid)
-        if _nbmeta(rel).get("solution"):
+        if is_answer_cell(rel):
             out.source = answer_source(gid, rel)
         if student is None:
-            what = "answer" if _nbmeta(rel).get("solution") else ("test" if _nbmeta(rel).get("grade") else "locked")
+            what = "answer" if is_answer_cell(rel) else ("test" if nbgrader_meta(rel).get("grade") else "locked")
             flags.append(f"{what} cell '{gid}' was missing (deleted, or its id edited): put back"
                          + (" unanswered" if what == "answer" else ""))
         else:
-            if _nbmeta(student) != _nbmeta(rel):
-                changed = sorted(k for k in set(_nbmeta(student)) | set(_nbmeta(rel))
-                                 if _nbmeta(student).get(k) != _nbmeta(rel).get(k))
+            if nbgrader_meta(student) != nbgrader_meta(rel):
+                changed = sorted(k for k in set(nbgrader_meta(student)) | set(nbgrader_meta(rel))
+                                 if nbgrader_meta(student).get(k) != nbgrader_meta(rel).get(k))
                 flags.append(f"cell '{gid}': its nbgrader metadata was edited ({_shown(', '.join(changed))}): restored")
-            if not _nbmeta(rel).get("solution") and student.source != rel.source and not _nbmeta(rel).get("grade"):
+            if not is_answer_cell(rel) and student.source != rel.source and not nbgrader_meta(rel).get("grade"):
                 flags.append(f"locked cell '{gid}' was edited: restored")
         if out.cell_type == "code":
             out.outputs, out.execution_count = [], None
@@ -89,11 +80,11 @@ def canonical_notebook(nb, release_nb) -> tuple[nbformat.NotebookNode, list[str]
     if too_many:
         flags.append(f"the notebook has {len(nb.cells)} cells (limit {MAX_CELLS}): only the assignment's own "
                      "cells were graded, with your answers")
-        cells = [canonical_cell(g) if _gid(c) else copy.deepcopy(c) for c in release_nb.cells for g in [_gid(c)]]
+        cells = [canonical_cell(g) if grade_id(c) else copy.deepcopy(c) for c in release_nb.cells for g in [grade_id(c)]]
     else:
         cells, placed = [], set()
         for cell in nb.cells:
-            gid = _gid(cell)
+            gid = grade_id(cell)
             if gid in release_cells and gid not in placed:
                 # put back released cells the student deleted before this one
                 for missing in order[:order.index(gid)]:
@@ -122,7 +113,7 @@ def canonical_notebook(nb, release_nb) -> tuple[nbformat.NotebookNode, list[str]
                                          f"{MAX_ATTACHMENT_BYTES >> 10} KiB in the notebook)*"
                     flags.append(f"attachments over {MAX_ATTACHMENT_BYTES >> 10} KiB per notebook were removed")
             if "nbgrader" in extra.get("metadata", {}):
-                flags.append(f"a cell of your own claimed nbgrader metadata ({_shown(_gid(cell) or 'no id')}): removed")
+                flags.append(f"a cell of your own claimed nbgrader metadata ({_shown(grade_id(cell) or 'no id')}): removed")
                 del extra.metadata["nbgrader"]
             if extra.cell_type == "code":
                 extra.outputs, extra.execution_count = [], None

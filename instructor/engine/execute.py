@@ -19,6 +19,8 @@ import os
 import threading
 import time
 
+from autograder.nbgrader_cells import grade_id
+
 from ..layout import notebook_language
 from ..sandbox import KERNEL_NAME, kernel_manager_class
 
@@ -135,7 +137,7 @@ def sandboxed_execute_class():
         def _cell_timeout(self, cell):
             """The confirmation already saw the function a test cell calls never return: that cell gets
             :data:`HUNG_CELL_SECONDS`, not the full cell limit (its points are lost either way)."""
-            gid = (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
+            gid = grade_id(cell)
             if gid in self._hung or source_key(cell.get("source", "")) in self._hung_cells:
                 return min(int(self.timeout or HUNG_CELL_SECONDS), HUNG_CELL_SECONDS)
             if self._loop_seen:
@@ -177,7 +179,7 @@ def sandboxed_execute_class():
             if cell.cell_type != "code":
                 return cell, self.resources
             self._cell_used = 0
-            gid = (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
+            gid = grade_id(cell)
             if gid in self._hung or source_key(cell.get("source", "")) in self._hung_cells:
                 # it never returned in the confirmation run: not called again (an endless loop costs once)
                 cell.outputs = []

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.nbgrader_cells import is_test_cell, nbgrader_meta
+
 from ..layout import NB_EXT, REPO, RESTAMP_NOTE, gradebook_layout, load_config, test_cell_ids
 from .. import sandbox
 from ..sandbox.box import Sandbox
@@ -182,8 +184,7 @@ def _cell_seconds(paths) -> tuple[float, float]:
                         - datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds()
             except ValueError:
                 continue
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            if meta.get("grade") and not meta.get("solution"):
+            if is_test_cell(cell):
                 tests += took
             else:
                 answers += took
@@ -739,10 +740,7 @@ def failing_tests(notebook: Path) -> list[tuple[str, str]]:
     nb = nbformat.read(notebook, as_version=4)
     failures = []
     for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
-            continue
-        if not has_failed(cell):
+        if not is_test_cell(cell) or not has_failed(cell):
             continue
         msgs = []
         for out in cell.outputs:
@@ -750,5 +748,5 @@ def failing_tests(notebook: Path) -> list[tuple[str, str]]:
                 msgs.append(f"{out.ename}: {out.evalue}".strip())
             elif out.output_type == "stream" and out.name == "stderr":
                 msgs.append("wrote to stderr: " + out.text.strip()[:300])
-        failures.append((meta["grade_id"], "\n".join(msgs) or "failed"))
+        failures.append((nbgrader_meta(cell)["grade_id"], "\n".join(msgs) or "failed"))
     return failures

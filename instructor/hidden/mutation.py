@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 
 import nbformat
 
+from autograder.nbgrader_cells import grade_id
+
 from . import ASSIGNMENT_MODULES, run_in_process
 
 __all__ = ["Mutant", "Target", "MutantResult", "reference_solution", "notebook_namespace", "run_mutants",
@@ -81,7 +83,7 @@ def _source_notebook(assignment: str):
 def reference_solution(assignment: str, function: str) -> str:
     """The source of the solution cell ``function`` (its grade id), solution markers removed."""
     for cell in _source_notebook(assignment).cells:
-        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == function:
+        if grade_id(cell) == function:
             return _MARKERS.sub("", cell.source)
     raise KeyError(f"{assignment}: no solution cell '{function}'")
 
