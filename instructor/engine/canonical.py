@@ -13,7 +13,9 @@ import json
 
 import nbformat
 
-from autograder.nbgrader_cells import grade_id, is_answer_cell, nbgrader_meta
+# what a released cell is (its id, its metadata, an answer cell): the one rule, autograder.nbgrader_cells;
+# a student's id that is no string (a list, an object, a number) is no id. Short names, as the tests patch them.
+from autograder.nbgrader_cells import grade_id as _gid, is_answer_cell, nbgrader_meta as _nbmeta
 
 MAX_CELLS = 2000        # more than this: only the released cells (with the student's answers) are graded
 MAX_SOURCE_CHARS = 200_000  # one cell's source
@@ -33,11 +35,11 @@ def _shown(value, limit: int = 120) -> str:
 def canonical_notebook(nb, release_nb) -> tuple[nbformat.NotebookNode, list[str]]:
     """(canonical notebook, flags). ``nb`` is not modified."""
     flags: list[str] = []
-    release_cells = {(grade_id(c)): c for c in release_nb.cells if grade_id(c)}
-    order = [grade_id(c) for c in release_nb.cells if grade_id(c)]
+    release_cells = {(_gid(c)): c for c in release_nb.cells if _gid(c)}
+    order = [_gid(c) for c in release_nb.cells if _gid(c)]
     student_by_id: dict[str, object] = {}
     for cell in nb.cells:
-        gid = grade_id(cell)
+        gid = _gid(cell)
         if gid in release_cells and gid not in student_by_id:
             student_by_id[gid] = cell
 
@@ -61,15 +63,15 @@ def canonical_notebook(nb, release_nb) -> tuple[nbformat.NotebookNode, list[str]
         if is_answer_cell(rel):
             out.source = answer_source(gid, rel)
         if student is None:
-            what = "answer" if is_answer_cell(rel) else ("test" if nbgrader_meta(rel).get("grade") else "locked")
+            what = "answer" if is_answer_cell(rel) else ("test" if _nbmeta(rel).get("grade") else "locked")
             flags.append(f"{what} cell '{gid}' was missing (deleted, or its id edited): put back"
                          + (" unanswered" if what == "answer" else ""))
         else:
-            if nbgrader_meta(student) != nbgrader_meta(rel):
-                changed = sorted(k for k in set(nbgrader_meta(student)) | set(nbgrader_meta(rel))
-                                 if nbgrader_meta(student).get(k) != nbgrader_meta(rel).get(k))
+            if _nbmeta(student) != _nbmeta(rel):
+                changed = sorted(k for k in set(_nbmeta(student)) | set(_nbmeta(rel))
+                                 if _nbmeta(student).get(k) != _nbmeta(rel).get(k))
                 flags.append(f"cell '{gid}': its nbgrader metadata was edited ({_shown(', '.join(changed))}): restored")
-            if not is_answer_cell(rel) and student.source != rel.source and not nbgrader_meta(rel).get("grade"):
+            if not is_answer_cell(rel) and student.source != rel.source and not _nbmeta(rel).get("grade"):
                 flags.append(f"locked cell '{gid}' was edited: restored")
         if out.cell_type == "code":
             out.outputs, out.execution_count = [], None
@@ -80,11 +82,11 @@ def canonical_notebook(nb, release_nb) -> tuple[nbformat.NotebookNode, list[str]
     if too_many:
         flags.append(f"the notebook has {len(nb.cells)} cells (limit {MAX_CELLS}): only the assignment's own "
                      "cells were graded, with your answers")
-        cells = [canonical_cell(g) if grade_id(c) else copy.deepcopy(c) for c in release_nb.cells for g in [grade_id(c)]]
+        cells = [canonical_cell(g) if _gid(c) else copy.deepcopy(c) for c in release_nb.cells for g in [_gid(c)]]
     else:
         cells, placed = [], set()
         for cell in nb.cells:
-            gid = grade_id(cell)
+            gid = _gid(cell)
             if gid in release_cells and gid not in placed:
                 # put back released cells the student deleted before this one
                 for missing in order[:order.index(gid)]:
@@ -113,7 +115,7 @@ def canonical_notebook(nb, release_nb) -> tuple[nbformat.NotebookNode, list[str]
                                          f"{MAX_ATTACHMENT_BYTES >> 10} KiB in the notebook)*"
                     flags.append(f"attachments over {MAX_ATTACHMENT_BYTES >> 10} KiB per notebook were removed")
             if "nbgrader" in extra.get("metadata", {}):
-                flags.append(f"a cell of your own claimed nbgrader metadata ({_shown(grade_id(cell) or 'no id')}): removed")
+                flags.append(f"a cell of your own claimed nbgrader metadata ({_shown(_gid(cell) or 'no id')}): removed")
                 del extra.metadata["nbgrader"]
             if extra.cell_type == "code":
                 extra.outputs, extra.execution_count = [], None
