@@ -93,6 +93,13 @@ screenshots: setup
 lock: setup
 	{ sed '/^[^#]/,$$d' constraints.txt; $(BIN)/python -m pip freeze --all --exclude-editable | grep -v '^pip==' | grep -viE "^($$(sed -n 's/==.*//p' hub/constraints-hub.txt | sed 's/[-_.]/[-_.]/g' | paste -sd'|'))==" | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > constraints.new && mv constraints.new constraints.txt
 	$(BIN)/python scripts/environment_yml.py
+	$(MAKE) resolutions
+
+# pip's answers for the pins on Python 3.11-3.13 (PyPI), which tests/test_python_versions.py trusts while
+# the pins, its pip command and pip's version are those they were made for.
+.PHONY: resolutions
+resolutions: setup
+	$(BIN)/python tests/test_python_versions.py --record
 
 clean:
 	rm -rf $(VENV) submitted autograded feedback gradebook.db grades.csv grading artifacts
