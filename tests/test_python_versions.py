@@ -227,11 +227,20 @@ def _stale(record: dict | None, root: Path = ROOT) -> list[str]:
     """Why ``record`` does not answer for the inputs under ``root`` (empty: it does)."""
     if record is None:
         return [f"{RECORD.relative_to(ROOT)} does not exist"]
-    now, then = _inputs(root), record.get("inputs", {})
+    if not isinstance(record, dict) or not isinstance(record.get("inputs"), dict) or \
+            not isinstance(record.get("resolutions"), dict):
+        return [f"{RECORD.relative_to(ROOT)} lacks its 'inputs' or 'resolutions' object"]
+    now, then = _inputs(root), record["inputs"]
     why = [f"{name} changed" if name != "pip" else f"pip is {now[name]}, the record's {then.get(name)}"
            for name in now if then.get(name) != now[name]]
-    if not why and set(record.get("resolutions", {})) != set(TARGETS):
-        why.append(f"the record's versions {sorted(record.get('resolutions', {}))} are not {sorted(TARGETS)}")
+    if not why and set(record["resolutions"]) != set(TARGETS):
+        why.append(f"the record's versions {sorted(record['resolutions'])} are not {sorted(TARGETS)}")
+    shapes = [isinstance(a, dict) and isinstance(a.get("picked"), dict) and isinstance(a.get("files"), dict)
+              and isinstance(a.get("where"), str) for a in record["resolutions"].values()]
+    probe = record.get("probe")
+    if not why and not (all(shapes) and isinstance(probe, dict) and isinstance(probe.get("rc"), int)
+                        and isinstance(probe.get("out"), str)):
+        why.append("the record lacks a version's picked/files/where or the probe's rc/out")
     return why
 
 
@@ -336,7 +345,7 @@ def test_editing_a_pin_makes_the_record_stale(tmp_path):
     for name in INPUTS:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(ROOT / name, tmp_path / name)
-    record = {"inputs": _inputs(ROOT), "resolutions": dict.fromkeys(TARGETS)}
+    record = {**_load_record(), "inputs": _inputs(ROOT)}
     assert _inputs(tmp_path) == _inputs(ROOT) and _stale(record, tmp_path) == []
     lock = tmp_path / "constraints.txt"
     lock.write_text(lock.read_text().replace("torch==2.13.0", "torch==2.12.0", 1))
@@ -349,15 +358,17 @@ def test_editing_a_pin_makes_the_record_stale(tmp_path):
     assert _stale(record, tmp_path) == [f"{n} changed" for n in INPUTS]
     assert _stale({**record, "inputs": {**record["inputs"], "pip": "0.1"}}) == \
         [f"pip is {_pip_version()}, the record's 0.1"]
-    assert _stale(None) and _stale({**record, "resolutions": {"3.11": {}}})
+    assert _stale(None) and _stale([]) and _stale({**record, "resolutions": {"3.11": {}}})
+    assert _stale({**record, "resolutions": {**record["resolutions"], "3.12": {"picked": {}}}}) == \
+        ["the record lacks a version's picked/files/where or the probe's rc/out"]
 
 
 def test_nothing_starts_in_the_background_when_the_record_answers(monkeypatch):
     started = []
     monkeypatch.setattr(sys.modules[__name__], "_BACKGROUND", {})
     monkeypatch.setattr(sys.modules[__name__], "_resolve_all", lambda tmp: started.append(tmp) or {})
-    monkeypatch.setattr(sys.modules[__name__], "_load_record", lambda: {"inputs": _inputs(),
-                                                                        "resolutions": dict.fromkeys(TARGETS)})
+    current = {**_load_record(), "inputs": _inputs()}
+    monkeypatch.setattr(sys.modules[__name__], "_load_record", lambda: current)
     start_in_background()
     assert "future" not in _BACKGROUND and not started
     monkeypatch.setattr(sys.modules[__name__], "_load_record", lambda: None)
