@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .i18n import N_, _, label_lines, translate_message
-from .nbgrader_cells import cell_kind, cell_source, checksum, is_test_cell, nbgrader_meta
+from .nbgrader_cells import cell_kind, cell_source, checksum, is_answer_cell, is_test_cell, nbgrader_meta
 
 __all__ = ["check", "CheckReport", "QuestionResult", "NotebookNotFound"]
 
@@ -244,7 +244,7 @@ def graded_cells(nb: dict) -> list[_Cell]:
     for index, cell in enumerate(nb.get("cells", [])):
         meta = nbgrader_meta(cell)
         gid = str(meta.get("grade_id", ""))
-        if meta.get("solution") and cell.get("cell_type") == "code":
+        if is_answer_cell(cell) and cell.get("cell_type") == "code":
             last_answer = gid
         kind = cell_kind(cell)
         if not gid or kind is None:
@@ -258,7 +258,7 @@ def graded_cells(nb: dict) -> list[_Cell]:
                              index=index))
         else:
             answered = None
-            if meta.get("solution") and "checksum" in meta:
+            if is_answer_cell(cell) and "checksum" in meta:
                 answered = meta["checksum"] != checksum(cell)
             out.append(_Cell(gid, points, "manual", answered=answered, index=index))
     return out
@@ -312,10 +312,9 @@ class _Places:
                 continue
             if is_test_cell(cell):
                 continue   # a test cell: check() runs it itself
-            meta = nbgrader_meta(cell)
             first = next((line.strip() for line in src.splitlines()
                           if line.strip() and not line.lstrip().startswith("#")), "")
-            self.cells.append((index, _bound_names(src), section, first, bool(meta.get("solution"))))
+            self.cells.append((index, _bound_names(src), section, first, is_answer_cell(cell)))
 
     @staticmethod
     def _section(title: str) -> str:

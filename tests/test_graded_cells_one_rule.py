@@ -46,14 +46,8 @@ ALLOWED_SOLUTION_FLAG = {
     ("autograder/nbgrader_cells.py", "is_answer_cell"): "the rule itself",
 }
 
-# Read off nbgrader_meta(cell).get("solution") today; their files are another helper's in issue 37, to move
-# onto is_answer_cell there (check.py's "code answer cell" and "answered since release" are its own rules).
-PENDING_SOLUTION_FLAG = {
-    ("autograder/check.py", "graded_cells"): "a code answer cell; an answer changed since release (checksum)",
-    ("autograder/check.py", "_Places"): "where each cell's names are bound, answer cells marked",
-    ("instructor/engine/confirm.py", "_course_cell_sources"): "the course's own code cells (no test, no answer)",
-    ("instructor/engine/confirm.py", "confirmation_cell_limits"): "the course's own cells",
-}
+# Every reader of the solution flag asks is_answer_cell (check.py and confirm.py moved onto it in issue 37).
+PENDING_SOLUTION_FLAG: dict = {}
 
 
 def _is_key(node: ast.AST, key: str) -> ast.AST | None:

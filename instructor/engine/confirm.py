@@ -30,10 +30,11 @@ from pathlib import Path
 import nbformat
 
 from autograder.i18n import speaking
+from autograder.nbgrader_cells import is_answer_cell
 
 from ..hidden import Check, Verdict, checks_for, judge_results, probe_source
 from ..hidden.probe_driver import timed_out
-from ..layout import REPO, is_test_cell, nbgrader_meta, test_cell_ids
+from ..layout import REPO, is_test_cell, test_cell_ids
 from .results import ResultTooLarge, check_result_file, load_data
 from .. import sandbox
 from ..sandbox.box import Sandbox
@@ -77,7 +78,7 @@ def course_cell_sources(assignment: str, release_dir: Path | None = None) -> fro
 def _course_cell_sources(release: tuple) -> frozenset[str]:
     """(read once per version of the release files: every submission of a class asks)"""
     return frozenset(c.source for path, _ in release for c in nbformat.read(path, as_version=4).cells
-                     if c.cell_type == "code" and not is_test_cell(c) and not nbgrader_meta(c).get("solution"))
+                     if c.cell_type == "code" and not is_test_cell(c) and not is_answer_cell(c))
 
 
 def confirmation_cell_limits(nb, cell_timeout: float, course_sources: set[str] = frozenset()) -> list[float]:
@@ -88,7 +89,7 @@ def confirmation_cell_limits(nb, cell_timeout: float, course_sources: set[str] =
     for c in nb.cells:
         if c.cell_type != "code" or is_test_cell(c):
             continue
-        ours = not nbgrader_meta(c).get("solution") and c.source in course_sources
+        ours = not is_answer_cell(c) and c.source in course_sources
         out.append(min(cell_timeout, COURSE_CELL_SECONDS) if ours else cell_timeout)
     return out
 
