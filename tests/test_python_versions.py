@@ -334,11 +334,17 @@ def test_the_resolution_would_catch_a_pin_without_a_wheel_for_the_version(resolu
 
 
 def test_the_record_answers_for_the_inputs():
-    """No network: a record that no longer answers for the pins, the command or pip fails here once, by
-    name, while the resolutions above run live."""
+    """No network: a record that no longer answers for the pins or the command fails here once, by name,
+    while the resolutions above run live. A newer pip alone (``make setup`` installs the latest, ``pip>=24``)
+    is no change of this repository's: the resolutions ran live with it, and this test says so as a skip
+    rather than turning CI red the day pip is released."""
     why = _stale(_load_record())
-    assert not why, (f"{RECORD.relative_to(ROOT)} does not answer for today's inputs ({'; '.join(why)}): "
-                     f"pip's answers were checked live; rewrite the record with {RECORD_COMMAND} and commit it")
+    ours = [w for w in why if not w.startswith("pip is ")]
+    assert not ours, (f"{RECORD.relative_to(ROOT)} does not answer for today's inputs ({'; '.join(why)}): "
+                      f"pip's answers were checked live; rewrite the record with {RECORD_COMMAND} and commit it")
+    if why:
+        pytest.skip(f"{'; '.join(why)}: pip's answers were checked live with this pip; {RECORD_COMMAND} "
+                    "records them for it")
 
 
 def test_editing_a_pin_makes_the_record_stale(tmp_path):
@@ -513,3 +519,17 @@ if __name__ == "__main__":
     if sys.argv[1:] != ["--record"]:
         sys.exit(f"usage: {sys.argv[0]} --record   (rewrites {RECORD.relative_to(ROOT)} from a live resolution)")
     sys.exit(record())
+
+
+def test_a_newer_pip_alone_is_checked_live_and_not_a_failure(monkeypatch):
+    """The record's pip differs from this one: the record is not trusted (stale, named), yet the record
+    test does not fail for it (a skip saying so); an edited pin still fails it."""
+    record = _load_record()
+    monkeypatch.setitem(record["inputs"], "pip", "0.1")
+    monkeypatch.setattr(sys.modules[__name__], "_load_record", lambda path=RECORD: record)
+    assert _stale(record) == [f"pip is {_pip_version()}, the record's 0.1"]
+    with pytest.raises(pytest.skip.Exception, match="checked live with this pip"):
+        test_the_record_answers_for_the_inputs()
+    monkeypatch.setitem(record["inputs"], "constraints.txt", "0" * 64)
+    with pytest.raises(AssertionError, match="constraints.txt changed"):
+        test_the_record_answers_for_the_inputs()
