@@ -161,12 +161,16 @@ def start_hub(hub_service, *, command: list[str] | None = None, ignore_sigint: b
     log = hub_service["top"] / "service.log"
     hub, pid = standin(svc, log, ignore_sigint=ignore_sigint)
     deadline = time.monotonic() + 120
-    while True:  # serving, and its worker's sandbox (bubblewrap) started
+    while True:  # serving, and its worker's sandbox (bubblewrap) started, and the tree settled
         procs = tree(pid)
         try:
             service.ask(hub_service["sock"], {"op": "hello"}, timeout=10)
             if any(_cmd(p).startswith("bwrap ") for p in procs):
-                return hub, pid, procs
+                # the same processes half a second later: a passing one (the sandbox probe's
+                # `bwrap ... /bin/true`, which also starts with "bwrap ") is not taken for the service's
+                time.sleep(0.5)
+                if set(tree(pid)) == set(procs):
+                    return hub, pid, procs
         except service.ServiceError:
             pass
         if not alive([pid]) or time.monotonic() > deadline:
