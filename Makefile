@@ -29,6 +29,7 @@ help:
 	@echo "make train      retrain the small detector's weights (minutes)"
 	@echo "make screenshots  retake the README's screenshots (JupyterLab in Chromium)"
 	@echo "make lock       rewrite constraints.txt from the current venv"
+	@echo "make resolutions  ask PyPI again and rewrite tests/pip_resolutions.json (pip's answers for the pins; make lock calls it)"
 	@echo "make bench      grade a synthetic class three ways (nbgrader alone, --jobs 1, --jobs N); BENCH_ARGS=--copies 2"
 	@echo "make bench-grading  time plain autograde vs the sandboxed, confirmed pipeline (minutes)"
 	@echo "COURSE_LANG=zh_CN make release|demo|lab|hub   the same in the Chinese edition (zh_CN/)"

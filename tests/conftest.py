@@ -126,7 +126,7 @@ BOTH_CORES = (
     "test_mutation.py",           # (28 s, 1.96)
 )
 ONE_CORE_FIRST = (
-    "test_python_versions.py",    # pip asking PyPI (86 s, mostly waiting)
+    "test_python_versions.py",    # pip asking PyPI only when tests/pip_resolutions.json is stale (then ~86 s, waiting); else ~4 s
     "test_hub_class.py",          # (94 s, 1.19)
     "test_cli.py",                # (74 s, 1.11)
     "test_hub.py",                # (65 s, 1.13)
