@@ -144,10 +144,6 @@ def _link(path: Path) -> str | None:
     return None
 
 
-def _grade_ids(nb) -> set[str]:
-    return {grade_id(c) for c in nb.cells} - {None}
-
-
 def collect_submissions(path: Path, root: Path = REPO) -> tuple[list[Submission], list[Problem]]:
     """Find and check the submissions under ``path``.
 
