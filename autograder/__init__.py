@@ -25,7 +25,7 @@ The instructor side lives in the repository's ``instructor/`` folder: the grader
 checks of each assignment, as probes and judges, with the reference answers).
 """
 __all__ = ["check", "export", "course_device", "describe_environment", "seed_everything", "setup_notebook", "test_configs",
-           "grading"]
+           "grading", "demonstration_steps"]
 __version__ = "0.1.0"
 
 # Bound here, at import, so that ``autograder.check`` is the function, not its module (importing a

@@ -28,9 +28,11 @@ __all__ = [
     "test_configs",
     "describe_environment",
     "grading",
+    "demonstration_steps",
 ]
 
-#: Set to ``1`` by the grader in the process that runs a notebook to grade it (the confirmation run).
+#: Set to ``1`` by the grader in the processes that run a notebook to grade it (the confirmation run
+#: and nbgrader's kernel).
 GRADING_ENV = "COURSE_GRADING"
 
 
@@ -48,13 +50,23 @@ def course_device() -> torch.device:
 def grading() -> bool:
     """Is the grader running this notebook (``COURSE_GRADING=1``)?
 
-    The confirmation run executes every cell of a submission before it calls the graded functions. The
-    course's few slow cells that only *show* something (assignment 3's timing table and attacks,
-    assignment 4's GAN training) then do less: fewer repeats and steps, no figures. Nothing graded reads
-    what they compute. Read at each call, so it follows the process's environment; it is True in the
-    confirmation run only (the kernel run, whose outputs become the feedback, runs them in full).
+    The grader runs a submission twice: the confirmation run (every cell but the tests, then the hidden
+    checks) and nbgrader's kernel (every cell; its outputs become the feedback). In both, the course's
+    few slow cells that only *show* something (assignment 3's timing table and attacks, assignment 4's
+    GAN training) do less: fewer rounds (:func:`demonstration_steps`), no attack figures. Nothing graded
+    reads what they compute. Read at each call, so it follows the process's environment.
     """
     return os.environ.get(GRADING_ENV) == "1"
+
+
+def demonstration_steps(full: int, graded: int) -> int:
+    """How many rounds (steps, repeats) a slow demonstration cell runs: ``full`` in your notebook,
+    ``graded`` while the grader runs it (:func:`grading`). Then it also prints one line saying so, and
+    that line is what the feedback shows above the shortened output."""
+    if not grading():
+        return full
+    print(_(f"(graded run: this demonstration ran {graded} of its {full} rounds; your own notebook runs all of them)"))
+    return graded
 
 
 def seed_everything(seed: int = 0) -> None:

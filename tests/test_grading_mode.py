@@ -47,3 +47,25 @@ def test_the_driver_runs_every_cell_and_sets_grading(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert torch.load(tmp_path / "out" / "q.pt", weights_only=True) == [2]
     assert torch.load(tmp_path / "out" / "summary.pt", weights_only=True)["cell_errors"] == []
+
+
+def test_demonstration_steps_are_full_in_a_notebook_and_shortened_when_graded(monkeypatch, capsys):
+    monkeypatch.delenv(runtime.GRADING_ENV, raising=False)
+    assert runtime.demonstration_steps(400, 20) == 400
+    assert capsys.readouterr().out == ""          # a student's own run says nothing
+    monkeypatch.setenv(runtime.GRADING_ENV, "1")
+    assert runtime.demonstration_steps(400, 20) == 20
+    assert "ran 20 of its 400 rounds" in capsys.readouterr().out
+
+
+def test_the_kernel_is_told_only_that_it_is_graded_and_its_language():
+    """What passes from ``start_kernel(env=...)`` into the sandboxed kernel about its notebook: the
+    language and ``COURSE_GRADING=1``; no other value of it, nothing else of the grader's environment."""
+    from instructor.sandbox.kernel import GRADING_ENV, notebook_settings
+
+    assert GRADING_ENV == runtime.GRADING_ENV
+    assert notebook_settings({"COURSE_GRADING": "1", "COURSE_LANG": "zh_CN", "HOME": "/root"}) == \
+        {"COURSE_GRADING": "1", "COURSE_LANG": "zh_CN"}
+    for other in ("0", "", "1; rm -rf /", "yes"):
+        assert notebook_settings({"COURSE_GRADING": other}) == {}, other
+    assert notebook_settings(None) == {} and notebook_settings({}) == {}

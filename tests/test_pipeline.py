@@ -100,3 +100,18 @@ def test_every_assignment_has_samples_that_span_the_range():
         assert any(s.expect_auto == full for s in mine), f"{a}: no sample earns full marks"
         assert any(s.expect_auto == 0 for s in mine), f"{a}: no sample earns zero"
         assert any(0 < s.expect_auto < full for s in mine), f"{a}: no partial sample"
+
+
+@pytest.mark.parametrize("assignment", ["03_yolo_head", "04_in_the_wild"])
+def test_the_kernel_runs_the_slow_demonstrations_shortened_and_says_so(graded, assignment):
+    """nbgrader's kernel is told it is graded (``COURSE_GRADING=1``): the demonstrations that only show
+    something run their graded rounds, and the feedback's output says so (issue 37: cheap when graded)."""
+    res = _result(graded, SOURCE_STUDENT, assignment)
+    nb_path, = (res["workdir"] / "autograded" / SOURCE_STUDENT / assignment).glob("*.ipynb")
+    nb = nbformat.read(nb_path, as_version=4)
+    shortened = [c for c in nb.cells if c.cell_type == "code" and "demonstration_steps(" in c.source]
+    assert shortened, f"{assignment}: no demonstration cell calls demonstration_steps"
+    for cell in shortened:
+        text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+        assert "(graded run: this demonstration ran" in text, \
+            f"{assignment}: a demonstration ran in full in the grader's kernel:\n{cell.source[:300]}\n--- output:\n{text[:600]}"

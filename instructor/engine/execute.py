@@ -20,6 +20,7 @@ import threading
 import time
 
 from autograder.nbgrader_cells import grade_id
+from autograder.runtime import GRADING_ENV
 
 from ..layout import notebook_language
 from ..sandbox import KERNEL_NAME, kernel_manager_class
@@ -104,9 +105,10 @@ def sandboxed_execute_class():
         async def async_start_new_kernel(self, **kwargs):
             """The kernel's settings as data: its box's (:meth:`~instructor.sandbox.kernel.KernelBox.env`) and
             the notebook's language — its ``course.language`` (the canonical notebook's, which is the release's
-            metadata; a Chinese edition's) — given to ``start_kernel(env=...)``."""
+            metadata; a Chinese edition's), and that a grader runs it — given to ``start_kernel(env=...)``."""
             lang = notebook_language(getattr(self, "nb", None) or {}) or ""
-            kwargs["env"] = {**os.environ, **(kwargs.get("env") or {}), **self.box.env(lang)}
+            # COURSE_GRADING=1: the course's slow demonstration cells do less (autograder.runtime.grading)
+            kwargs["env"] = {**os.environ, **(kwargs.get("env") or {}), **self.box.env(lang), GRADING_ENV: "1"}
             return await super().async_start_new_kernel(**kwargs)
 
         def start_new_kernel(self, **kwargs):

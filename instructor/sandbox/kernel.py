@@ -86,7 +86,7 @@ def kernel_main(connection_file: str) -> None:
     if verdicts:
         env["COURSE_VERDICTS"] = verdicts
         extra_ro.append(Path(verdicts))
-    env.update(kernel_language(os.environ))
+    env.update(notebook_settings(os.environ))
     # The kernel's own banner and logs are not the grader's output: keep them in the run folder.
     log = open_log(rundir / "kernel.log")  # as root, in a folder an earlier kernel could write: no link followed
     os.dup2(log, 1)
@@ -99,15 +99,26 @@ def kernel_main(connection_file: str) -> None:
     os.execve(sys.executable, kernel, isolation.unsandboxed_env(scratch, env))
 
 
-#: The one setting of the notebook, not of the box, that the kernel is given: the language it speaks
-#: (``COURSE_LANG``, the Chinese edition's), passed as data by whoever starts it (``start_kernel(env=...)``).
+#: The two settings of the notebook, not of the box, that the kernel is given, passed as data by whoever
+#: starts it (``start_kernel(env=...)``): the language it speaks (``COURSE_LANG``, the Chinese edition's),
+#: and that a grader runs it (``COURSE_GRADING=1``: the course's slow demonstrations do less).
 LANGUAGE_ENV = "COURSE_LANG"
+GRADING_ENV = "COURSE_GRADING"
 
 
 def kernel_language(environ) -> dict[str, str]:
     """``{"COURSE_LANG": code}`` from an environment that names a plain language code (``zh_CN``); else ``{}``."""
     lang = (environ or {}).get(LANGUAGE_ENV) or ""
     return {LANGUAGE_ENV: lang} if re.fullmatch(r"[A-Za-z]{2,3}(?:_[A-Za-z]{2,4})?", lang) else {}
+
+
+def notebook_settings(environ) -> dict[str, str]:
+    """What of ``environ`` the kernel is told about its notebook: :func:`kernel_language`, and
+    ``COURSE_GRADING=1`` when ``environ`` has exactly that; nothing else passes."""
+    given = kernel_language(environ)
+    if (environ or {}).get(GRADING_ENV) == "1":
+        given[GRADING_ENV] = "1"
+    return given
 
 
 @dataclass

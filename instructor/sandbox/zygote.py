@@ -442,7 +442,8 @@ class Zygote:
     def kernel(self, connection_file: str, env: dict) -> Child:
         """The notebook's kernel (``python -m ipykernel_launcher -f CONNECTION``), as a fork of the server,
         with the settings :func:`.kernel.kernel_main` reads, given as data (``env``: the kernel's start
-        environment, :meth:`.kernel.KernelBox.env`): its folders, the verdicts file, its language."""
+        environment, :meth:`.kernel.KernelBox.env`): its folders, the verdicts file, its language, whether a
+        grader runs it (:func:`.kernel.notebook_settings`)."""
         scratch = Path(env["COURSE_SANDBOX_SCRATCH"])
         rundir = Path(env["COURSE_SANDBOX_RUN"])
         # A restart (a cell that ended the kernel, a timeout, exit()): what the old kernel left (a daemon
@@ -453,7 +454,7 @@ class Zygote:
         given = {}
         if env.get("COURSE_VERDICTS"):
             given["COURSE_VERDICTS"] = env["COURSE_VERDICTS"]
-        given.update(kernel.kernel_language(env))
+        given.update(kernel.notebook_settings(env))
         argv = kernel.kernel_argv(connection_file)
         log = rundir / "kernel.log"
         return self.spawn(argv[0], argv, scratch, env=given, module=True, stdout=log, stderr=log)

@@ -705,9 +705,10 @@ class FixedDetectCheck(Check):
                 fail(f"FixedDetect.forward raised {got['error']['type']} in {mode}", inputs=where,
                      detail=got["error"]["message"][:800],
                      hint="keep `raw_only = self.training or self.export` and its early return.")
-            check_true(isinstance(got, list) and len(got) == len(exp_raw),
-                       f"FixedDetect in {mode} must return the list of raw level outputs", inputs=where,
-                       got=describe(got), hint="keep `raw_only = self.training or self.export` and its early return.")
+            # described only when it fails: describe() of a list of tensors formats their contents
+            if not (isinstance(got, list) and len(got) == len(exp_raw)):
+                fail(f"FixedDetect in {mode} must return the list of raw level outputs", inputs=where,
+                     got=describe(got), hint="keep `raw_only = self.training or self.export` and its early return.")
             self._check_raw(got, exp_raw, tol, where, mode)
         self._judge_grads(case, r, ref, dev, dt, tol, where)
 
@@ -750,9 +751,9 @@ class FixedDetectCheck(Check):
 
     @staticmethod
     def _check_raw(raw, exp_raw, tol, where, mode):
-        check_true(isinstance(raw, (list, tuple)) and len(raw) == len(exp_raw),
-                   f"FixedDetect's raw outputs ({mode}) are not one tensor per level", inputs=where,
-                   got=describe(raw), hint="return x, the list whose entries you replaced by the permuted conv outputs.")
+        if not (isinstance(raw, (list, tuple)) and len(raw) == len(exp_raw)):  # describe() only on failure
+            fail(f"FixedDetect's raw outputs ({mode}) are not one tensor per level", inputs=where,
+                 got=describe(raw), hint="return x, the list whose entries you replaced by the permuted conv outputs.")
         for i, (g, e) in enumerate(zip(raw, exp_raw)):
             check_true(isinstance(g, torch.Tensor) and tuple(g.shape) == tuple(e.shape)
                        and torch.allclose(g.double(), e.cpu().double(), **tol),
