@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import hashlib
 
-__all__ = ["nbgrader_meta", "grade_id", "cell_source", "is_answer_cell", "is_test_cell", "cell_kind", "checksum"]
+__all__ = ["nbgrader_meta", "grade_id", "cell_source", "is_answer_cell", "is_test_cell", "is_locked", "cell_kind",
+           "checksum"]
 
 
 def nbgrader_meta(cell) -> dict:
@@ -85,6 +86,12 @@ def _locked(meta: dict) -> bool:
     if meta.get("grade"):
         return True
     return bool(meta.get("locked", False))
+
+
+def is_locked(cell) -> bool:
+    """A cell the student may not change (nbgrader's ``is_locked``): the grader restores it from the
+    release; an answer cell never is, a graded cell always is, else its ``locked`` flag."""
+    return _locked(nbgrader_meta(cell))
 
 
 def checksum(cell) -> str:
