@@ -272,3 +272,29 @@ def test_the_hostile_sample_builds_with_its_markdown_cells_and_attachments():
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code" and not c.metadata.get("nbgrader"))
     for needle in ("Javascript(", "SVG(", "Markdown(", "HTML(", "widget-view", "http://127.0.0.1:47631/pwned"):
         assert needle in code
+
+
+def test_the_feedback_highlighter_keeps_nbconvert_results_exactly():
+    """The feedback pages' highlighter keeps each result for the process (most input cells are the
+    course's own, the same on every page): the same html as nbconvert's, a second call a hit, and the
+    key holds all the result depends on (the language, a cell's magics language, the formatter's options)."""
+    from nbconvert.filters.highlight import Highlight2HTML
+
+    from instructor.engine.feedback import cached_highlighter
+
+    cached = cached_highlighter()(pygments_lexer="ipython3")
+    plain = Highlight2HTML(pygments_lexer="ipython3")
+    cases = [("x = torch.ones(3)\nx.add_(1)  # in place", None, None),
+             ("<script>alert(1)</script>", None, None),
+             ("", None, None),
+             ("SELECT 1", "ipython3", {"magics_language": "sql"}),
+             ("SELECT 1", "ipython3", None),
+             ("def f():\n    return 1", "python", None)]
+    for source, language, metadata in cases:
+        first = cached(source, language, metadata)
+        assert first == plain(source, language, metadata), (source, language, metadata)
+        assert cached(source, language, metadata) is first          # kept: the same object back
+    assert cached("SELECT 1", "ipython3", {"magics_language": "sql"}) != cached("SELECT 1", "ipython3", None)
+    other = cached_highlighter()(pygments_lexer="ipython3", extra_formatter_options={"linenos": "table"})
+    assert other("x = 1") == Highlight2HTML(pygments_lexer="ipython3", extra_formatter_options={"linenos": "table"})("x = 1")
+    assert other("x = 1") != cached("x = 1")

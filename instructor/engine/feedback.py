@@ -52,6 +52,11 @@ def template_exporter_class():
     return _classes()[0]
 
 
+def cached_highlighter():
+    """The highlighter the feedback pages use (nbconvert's ``Highlight2HTML``, results kept for the process)."""
+    return _classes()[2]
+
+
 @functools.lru_cache(maxsize=None)
 def _classes():
     from jinja2 import BytecodeCache, pass_context
@@ -60,6 +65,25 @@ def _classes():
     from nbconvert.filters.highlight import Highlight2HTML
 
     from .sanitize import clean_page, isolate_fragment, isolate_notebook
+
+    highlighted: dict = {}   # (source, language, magics language, options) -> html: a pure function's results
+
+    class CachedHighlight(Highlight2HTML):
+        """nbconvert's highlighter, each result kept for the process: most input cells of a class's
+        feedback pages are the course's own, the same text on every page (pygments was about a third of
+        a page's rendering). The key is everything the result depends on (nbconvert reads the cell's
+        metadata for ``magics_language`` only)."""
+
+        def __call__(self, source, language=None, metadata=None):
+            magics = metadata.get("magics_language") if metadata else None
+            key = (source, language or self.pygments_lexer, magics, repr(sorted(self.extra_formatter_options.items())))
+            page = highlighted.get(key)
+            if page is None:
+                page = super().__call__(source, language, metadata)
+                if len(highlighted) >= 4096:
+                    highlighted.clear()
+                highlighted[key] = page
+            return page
 
     class InMemory(BytecodeCache):
         """Compiled templates kept for the life of the process, keyed by Jinja (name and source checksum)."""
@@ -102,7 +126,7 @@ def _classes():
             language = nb.metadata.get("language_info", {})
             lexer = language.get("pygments_lexer", language.get("name"))
             self.register_filter("highlight_code", self.filters.get(
-                "highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)))
+                "highlight_code", CachedHighlight(pygments_lexer=lexer, parent=self)))
             resources = self._init_resources(resources)
             self.register_filter("filter_data_type", WidgetsDataTypeFilter(
                 notebook_metadata=self._nb_metadata, parent=self, resources=resources))
@@ -118,7 +142,7 @@ def _classes():
             # opened in one, closed inside an attribute of the next) forms no tag; no script at all
             return clean_page(page), resources
 
-    return TemplateOnly, FeedbackExporter
+    return TemplateOnly, FeedbackExporter, CachedHighlight
 
 
 def question_label(grade_id: str) -> str:
