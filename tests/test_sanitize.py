@@ -298,3 +298,5 @@ def test_the_feedback_highlighter_keeps_nbconvert_results_exactly():
     other = cached_highlighter()(pygments_lexer="ipython3", extra_formatter_options={"linenos": "table"})
     assert other("x = 1") == Highlight2HTML(pygments_lexer="ipython3", extra_formatter_options={"linenos": "table"})("x = 1")
     assert other("x = 1") != cached("x = 1")
+    long = "x = 1\n" * 5000                                        # a student's long cell: not kept
+    assert cached(long) == plain(long) and cached(long) is not cached(long)

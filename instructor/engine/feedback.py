@@ -77,6 +77,8 @@ def _classes():
         def __call__(self, source, language=None, metadata=None):
             magics = metadata.get("magics_language") if metadata else None
             key = (source, language or self.pygments_lexer, magics, repr(sorted(self.extra_formatter_options.items())))
+            if len(source) > 20_000:   # only short cells are kept (the course's): a student's 4 MB cells
+                return super().__call__(source, language, metadata)   # would fill the grader's memory
             page = highlighted.get(key)
             if page is None:
                 page = super().__call__(source, language, metadata)
