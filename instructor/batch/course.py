@@ -27,10 +27,10 @@ from ..layout import (NB_EXT, REPO, RESTAMP_NOTE, assignments, gradebook_layout,
                       source_notebooks)
 from .parallel import Executor, grade_parallel, start_workers
 from .client import configured as configured_service, submitter
-from ..engine.pipeline import (QuestionScore, Result, Submission, check_ok, failing_tests, grade_one,  # noqa: F401
+from ..engine.pipeline import (QuestionScore, Result, Submission, check_ok, failing_tests, grade_one, warm_up,  # noqa: F401
                                nbgrader_api, prepare_environment, read_notebook, scores, stage,
                                write_atomically)
-from ..sandbox import Limits, sweep_leftovers, warn_if_unsandboxed
+from ..sandbox import Limits, sweep_leftovers, warn_if_unsandboxed, zygote
 
 __all__ = [
     "REPO", "Submission", "Problem", "QuestionScore", "Result", "Ledger",
@@ -316,7 +316,6 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
     """
     from tqdm.auto import tqdm
 
-    prepare_environment()
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     own = Path(root) / "nbgrader_config.py"
@@ -351,6 +350,10 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
     if service is None and scheduler is None:
         service = configured_service()
     on_workers = (jobs > 1 and len(todo) > 1) or bool((scheduler or service) and todo)
+    # Graded here (--jobs 1): this process's pre-started sandbox starts now, importing torch and IPython
+    # while this process prepares the course folder; joined before the first submission.
+    prestarting = zygote.prestart_in_background(limits) if todo and not on_workers else None
+    prepare_environment()
     # --jobs: the workers start now, importing the grading code and starting their pre-started
     # sandboxes while this process prepares the course folder.
     pool = start_workers(min(jobs, len(todo)), limits) if on_workers and not (scheduler or service) else None
@@ -384,6 +387,9 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
                        shared_disk=shared_disk and not service, pool=pool,
                        remote=submitter(service, root) if service else None)
         return [done[i] for i in range(len(subs))]
+    if prestarting is not None:
+        warm_up(report=True)
+        prestarting.join()
     InProcessExecutor(subs, workdir, limits, feedback=feedback, progress=progress, ledger=ledger).run(todo, on_result)
     return [done[i] for i in range(len(subs))]
 

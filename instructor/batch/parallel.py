@@ -210,12 +210,15 @@ def _worker_init(limits: dict | None = None, environ: dict | None = None, grader
     if limits is None:
         return
     try:
-        from ..engine import confirm  # noqa: F401 - torch and the hidden checks: what every submission needs
-        from ..sandbox import zygote  # noqa: F401
+        from ..sandbox import zygote
         from ..sandbox import Limits
 
+        # the sandbox imports torch and IPython in its process while this one imports the grading code
+        prestarting = zygote.prestart_in_background(Limits(**limits))
         pipeline.prepare_environment()
-        zygote.prestart(Limits(**limits))
+        pipeline.warm_up()  # torch and the hidden checks: what every submission needs
+        if prestarting is not None:
+            prestarting.join()
     except Exception:  # noqa: BLE001 - see above
         pass
 

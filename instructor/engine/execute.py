@@ -20,10 +20,9 @@ import threading
 import time
 
 from autograder.nbgrader_cells import grade_id
-from autograder.runtime import GRADING_ENV
 
 from ..layout import notebook_language
-from ..sandbox import KERNEL_NAME, kernel_manager_class
+from ..sandbox import GRADING_ENV, KERNEL_NAME, kernel_manager_class  # (autograder.runtime has GRADING_ENV too, and imports torch)
 
 HUNG_CELL_SECONDS = 10        # a test cell whose function never returned in the confirmation run
 HUNG_AFTER_LOOP_SECONDS = 30  # any cell, once an earlier cell ran into the per-cell limit

@@ -46,7 +46,7 @@ from pathlib import Path
 from . import cgroups, isolation, workspace
 from .cgroups import Cgroup
 from .isolation import drops_privileges
-from .kernel import KERNEL_NAME, kernel_manager_class, write_kernelspec
+from .kernel import GRADING_ENV, KERNEL_NAME, kernel_manager_class, write_kernelspec
 from .limits import Limits, RunResult, apply_rlimits, describe_exit
 from .workspace import Workspace, can_bound_disk, sweep_leftovers
 
@@ -54,7 +54,7 @@ __all__ = [  # the face: what a caller of the sandbox needs; the rest is named i
     "Sandbox",                                            # one submission's sandbox (.box; imported when first named)
     "Limits", "RunResult",                                # what a box is given, what comes back
     "run", "status", "python", "report", "warn_if_unsandboxed",  # run a command in a box; what this machine allows
-    "KERNEL_NAME", "kernel_manager_class",                # a kernel in a box (nbgrader's half: instructor.engine.execute)
+    "GRADING_ENV", "KERNEL_NAME", "kernel_manager_class", # a kernel in a box (nbgrader's half: instructor.engine.execute)
     "sweep_leftovers", "can_bound_disk", "drops_privileges",  # what killed graders left; what grading as root adds
 ]
 

@@ -55,7 +55,7 @@ SERVER_MEMORY = 768 << 20
 #: what the server keeps: make each run with the runs' uid, end them; a run keeps nothing
 KEEP_CAPS = ("setuid", "setgid", "setpcap", "kill")
 
-__all__ = ["Zygote", "enabled", "acquire", "prestart", "start_times", "stop_all"]
+__all__ = ["Zygote", "enabled", "acquire", "prestart", "prestart_in_background", "start_times", "stop_all"]
 
 _ALL: list["Zygote"] = []
 _IDLE: list["Zygote"] = []     # started sandboxes no submission holds now (this process's pool)
@@ -111,6 +111,44 @@ def prestart(limits: "Limits") -> None:
     with acquire(limits) as z:
         if z is not None and not z.alive:
             z.start()
+
+
+def prestart_in_background(limits: "Limits") -> "Prestarting | None":
+    """:func:`prestart` without waiting: the sandbox imports torch and IPython while this process prepares
+    the course folder (``grade --jobs 1``: 2-3 s of every grading, before). Call the result's
+    :meth:`~Prestarting.join` before the first submission: until then the sandbox is held, and a
+    submission that asked for one would start a second. None where no pre-started sandbox is used."""
+    if not enabled(limits):
+        return None
+    z = _take(limits)
+    try:
+        if not z.alive:
+            z.begin_start()
+    except Exception:  # noqa: BLE001 - left to the first submission, which starts it and reports it as ever
+        _give_back(z)
+        return None
+    return Prestarting(z)
+
+
+class Prestarting:
+    """A pre-started sandbox on its way up (:func:`prestart_in_background`)."""
+
+    def __init__(self, z: "Zygote"):
+        self.zygote = z
+
+    def join(self) -> None:
+        """Wait until it has imported what every run needs, and give it to the pool. A start that failed
+        is left to the first submission, which starts it again and reports it as it always did."""
+        z, self.zygote = self.zygote, None
+        if z is None:
+            return
+        try:
+            if z.proc is not None and not z._ready.is_set():
+                z.finish_start()
+        except ZygoteError:
+            pass
+        finally:
+            _give_back(z)
 
 
 def start_times() -> list[float]:
@@ -199,6 +237,7 @@ class Zygote:
         self._ready = threading.Event()
         self.cgroup: cgroups.Cgroup | None = None
         self._waking = None
+        self._t0 = 0.0
         self.starts = 0
         self.start_seconds: list[float] = []  # how long each start took (until the server had imported torch)
         self.in_submission = False
@@ -233,7 +272,14 @@ class Zygote:
 
     def start(self) -> None:
         """Start the server (and wait until it has imported what every run needs)."""
-        t0 = time.monotonic()
+        self.begin_start()
+        self.finish_start()
+
+    def begin_start(self) -> None:
+        """Start the server's process and return (:meth:`finish_start` waits for its imports). Called in the
+        thread that lives as long as the sandbox should: bubblewrap's ``--die-with-parent`` ends the server
+        when the thread that started it ends, not only the process."""
+        self._t0 = time.monotonic()
         if self not in _ALL:  # stopped at exit (again, after a stop_all)
             _ALL.append(self)
         _stop_all_at_process_end()
@@ -265,8 +311,11 @@ class Zygote:
         self.starts += 1
         threading.Thread(target=self._read_events, args=(ours, self.proc), daemon=True).start()
         self._waking = cgroup.start_waking() if cgroup.active else None
+
+    def finish_start(self) -> None:
+        """Wait until the server started by :meth:`begin_start` has imported what every run needs."""
         ok = self._ready.wait(START_SECONDS) and self.alive
-        self.start_seconds.append(time.monotonic() - t0)
+        self.start_seconds.append(time.monotonic() - self._t0)
         if not ok:
             self.stop()
             raise ZygoteError("the pre-started sandbox did not start")
