@@ -35,6 +35,19 @@ def test_source_notebook_earns_full_autograded_points(graded, assignment):
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_cell_of_the_solution_runs_without_an_error_in_the_graders_kernel(graded, assignment):
+    """The instructor's solution, graded: no cell of it shows an error in the autograded notebook (what the
+    feedback shows). A lesson cell the sandbox cannot run fails here, not in every student's feedback
+    (until issue 37's fix, ``share_memory_()`` in assignment 2: the sandbox had no writable /dev/shm)."""
+    res = _result(graded, SOURCE_STUDENT, assignment)
+    for nb_path in (res["workdir"] / "autograded" / SOURCE_STUDENT / assignment).glob("*.ipynb"):
+        nb = nbformat.read(nb_path, as_version=4)
+        errors = [(i, o.ename, o.evalue[:200]) for i, c in enumerate(nb.cells) if c.cell_type == "code"
+                  for o in c.get("outputs", []) if o.output_type == "error"]
+        assert not errors, f"{nb_path.name}: cells that fail in the grader's kernel (index, error, message): {errors}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_release_notebook_runs_to_the_end_and_earns_zero(graded, assignment):
     res = _result(graded, RELEASE_STUDENT, assignment)
     scored = {c["grade_id"]: res["questions"].get(c["grade_id"]) for c in _auto(assignment)

@@ -177,7 +177,7 @@ def test_without_the_drop_root_files_are_readable(tmp_path, monkeypatch):
 _FILLER = """
 import os
 OUT = {}
-for where in (".", "/tmp"):
+for where in (".", "/tmp", "/dev/shm"):
     n = 0
     try:
         with open(os.path.join(where, "fill.bin"), "wb") as f:
@@ -188,6 +188,36 @@ for where in (".", "/tmp"):
     OUT[where] = n
     os.remove(os.path.join(where, "fill.bin"))
 """
+
+
+_SHARE_MEMORY = """
+import torch
+x = torch.arange(4.0)
+ptr = x.untyped_storage().data_ptr()
+x.share_memory_()
+OUT = {"shared": x.is_shared(), "moved": x.untyped_storage().data_ptr() != ptr, "version": x._version}
+"""
+
+
+@needs_bwrap
+@pytest.mark.parametrize("pre_started", [True, False], ids=["pre-started", "fresh"])
+def test_a_lesson_can_share_memory_in_the_sandbox(tmp_path, pre_started):
+    """``tensor.share_memory_()`` (assignment 2's lesson) works in either sandbox: /dev/shm is a sized tmpfs
+    of the sandbox's own. (Bubblewrap's /dev/shm is a folder no run may write: the cell failed with
+    "unable to open shared memory object ... Permission denied" in every graded kernel, and every
+    student's feedback showed the traceback.)"""
+    from instructor.sandbox.box import Sandbox
+
+    with Sandbox(sandbox.Limits(), pre_started=pre_started) as box:
+        run = box.folder / "share"
+        run.mkdir()
+        (run / "probe.py").write_text(_SHARE_MEMORY + "\nimport json\njson.dump(OUT, open('out.json', 'w'))\n")
+        res = box.run("probe.py", [], run, wall_seconds=120)
+        assert res.returncode == 0, (res, (run / ".sandbox-stderr").read_text()[-2000:]
+                                     if (run / ".sandbox-stderr").exists() else "")
+        assert res.sandboxed and box.pre_started == (pre_started and __import__(
+            "instructor.sandbox.zygote", fromlist=["enabled"]).enabled(sandbox.Limits()))
+        assert json.loads((run / "out.json").read_text()) == {"shared": True, "moved": True, "version": 0}
 
 
 @needs_bwrap
@@ -210,6 +240,7 @@ def test_a_submission_cannot_fill_the_disk(tmp_path):
         out = json.loads((space / "run" / "out.json").read_text()) if (space / "run" / "out.json").exists() else {}
         assert res.sandboxed, res
         assert out.get("/tmp", 99) < 17, out  # the sandbox's own /tmp is a sized tmpfs everywhere
+        assert out.get("/dev/shm", 99) < 17, out  # and so is its /dev/shm (POSIX shared memory)
         if sandbox.can_bound_disk():
             assert out.get(".", 99) < 17 and ". error" in out, out
             assert before - free() < (16 << 20) + (8 << 20), "the host lost more than the bound"

@@ -29,6 +29,9 @@ from pathlib import Path
 from .limits import REPO, Limits
 
 STUDENT_PACKAGE = REPO / "autograder"
+#: the most a sandbox's POSIX shared memory (/dev/shm) may hold; /tmp's bound if that is smaller. Its pages
+#: count against the sandbox's memory bound (its cgroup) as well.
+SHM_BYTES = 64 << 20
 
 
 def _python_prefix() -> Path:
@@ -146,9 +149,15 @@ def bwrap_argv(scratch: Path, command: list[str], *, extra_ro: list[Path] = (), 
         argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--unshare-user",
                 "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"]
     # /tmp: a sized tmpfs of this sandbox, never a host folder (the pre-started sandbox empties it between
-    # submissions from inside); /dev/mqueue: the IPC namespace's POSIX queues, so that they can be listed
+    # submissions from inside); /dev/mqueue: the IPC namespace's POSIX queues, so that they can be listed;
+    # /dev/shm: POSIX shared memory, a sized tmpfs of this sandbox too (bubblewrap's own /dev/shm is a folder
+    # no run may write: `tensor.share_memory_()`, a cell of assignment 2's lesson, failed in every graded
+    # kernel, and every student's feedback showed its traceback). What a run leaves there is removed
+    # between submissions, as /tmp's files are (zygote_server's reset).
+    tmp = int(tmp_bytes or Limits().disk_bytes)
     argv += ["--clearenv", "--proc", "/proc", "--dev", "/dev", "--mqueue", "/dev/mqueue",
-             "--perms", "1777", "--size", str(int(tmp_bytes or Limits().disk_bytes)), "--tmpfs", "/tmp"]
+             "--perms", "1777", "--size", str(tmp), "--tmpfs", "/tmp",
+             "--perms", "1777", "--size", str(min(tmp, SHM_BYTES)), "--tmpfs", "/dev/shm"]
     system = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
     for p in system:
         if os.path.lexists(p):
