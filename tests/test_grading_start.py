@@ -49,8 +49,12 @@ def test_a_sandbox_started_in_the_background_is_the_one_the_first_submission_get
         assert pending is not None
         assert returned < 1.0, f"prestart_in_background waited {returned:.1f} s: it should return at once"
         started = pending.zygote
+        deadline = time.monotonic() + 60
+        while not started._ready.is_set() and time.monotonic() < deadline:
+            time.sleep(0.05)   # ready before join (the usual case now): join still makes the start's checks
         pending.join()
         assert started.alive and started.starts == 1
+        assert len(started.start_seconds) == 1, "join skipped finish_start (its thread-count check) for a ready sandbox"
         time.sleep(0.3)   # a server tied to a thread that ended would be gone by now
         assert started.alive, "the pre-started sandbox died after join (started by a thread that ended?)"
         with zygote.acquire(limits) as z:

@@ -55,7 +55,7 @@ SERVER_MEMORY = 768 << 20
 #: what the server keeps: make each run with the runs' uid, end them; a run keeps nothing
 KEEP_CAPS = ("setuid", "setgid", "setpcap", "kill")
 
-__all__ = ["Zygote", "enabled", "acquire", "prestart", "prestart_in_background", "start_times", "stop_all"]
+__all__ = ["Zygote", "enabled", "acquire", "prestart_in_background", "start_times", "stop_all"]
 
 _ALL: list["Zygote"] = []
 _IDLE: list["Zygote"] = []     # started sandboxes no submission holds now (this process's pool)
@@ -106,16 +106,10 @@ def acquire(limits: "Limits"):
         _give_back(z)
 
 
-def prestart(limits: "Limits") -> None:
-    """Start one pre-started sandbox of this process before the first submission comes (a worker's)."""
-    with acquire(limits) as z:
-        if z is not None and not z.alive:
-            z.start()
-
-
 def prestart_in_background(limits: "Limits") -> "Prestarting | None":
-    """:func:`prestart` without waiting: the sandbox imports torch and IPython while this process prepares
-    the course folder (``grade --jobs 1``: 2-3 s of every grading, before). Call the result's
+    """Start one pre-started sandbox of this process before the first submission comes, without waiting:
+    it imports torch and IPython while this process prepares the course folder or imports the grading
+    code (``grade --jobs 1``: 2-3 s of every grading, before; a ``--jobs`` worker). Call the result's
     :meth:`~Prestarting.join` before the first submission: until then the sandbox is held, and a
     submission that asked for one would start a second. None where no pre-started sandbox is used."""
     if not enabled(limits):
@@ -143,7 +137,7 @@ class Prestarting:
         if z is None:
             return
         try:
-            if z.proc is not None and not z._ready.is_set():
+            if z.proc is not None and len(z.start_seconds) < z.starts:  # begun, not finished: its checks too
                 z.finish_start()
         except ZygoteError:
             pass
