@@ -373,6 +373,8 @@ def grade(subs: list[Submission], workdir: Path, *, feedback: bool = True, progr
     except BaseException:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
+        if prestarting is not None:  # to this process's pool (a long-lived one grades again), not left held
+            prestarting.join()
         raise
 
     def on_result(i: int, res: Result) -> None:
