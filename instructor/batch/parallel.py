@@ -190,7 +190,8 @@ def _injected_fault(student: str) -> None:
         os._exit(137)
 
 
-def _worker_init(limits: dict | None = None, environ: dict | None = None, grader: int | None = None) -> None:
+def _worker_init(limits: dict | None = None, environ: dict | None = None, grader: int | None = None,
+                 assignments: list | None = None) -> None:
     """Worker initializer: the grading process's environment of now (``environ``: a worker forked
     from the fork server would otherwise have the server's, from when it started); when the grading
     process (``grader``) dies (a crash, a kill), its workers die too; a worker that is done ends at
@@ -218,7 +219,7 @@ def _worker_init(limits: dict | None = None, environ: dict | None = None, grader
         pipeline.prepare_environment()
         pipeline.warm_up()  # torch and the hidden checks: what every submission needs
         if prestarting is not None:
-            prestarting.join()
+            prestarting.join(warm=None if assignments is None else pipeline.sandbox_warm(assignments))
     except Exception:  # noqa: BLE001 - see above
         pass
 
@@ -324,13 +325,14 @@ def worker_context():
     return ctx
 
 
-def start_workers(workers: int, limits=None) -> ProcessPoolExecutor:
+def start_workers(workers: int, limits=None, assignments=None) -> ProcessPoolExecutor:
     """``workers`` grading processes, started now (:func:`worker_context`): each starts its pre-started
     sandbox (:mod:`instructor.sandbox.zygote`) before its first submission — while the grading process is still preparing
-    the batch, when :func:`.course.grade` starts them first."""
+    the batch, when :func:`.course.grade` starts them first. ``assignments``: the batch's, so that each
+    sandbox warms what their runs need (:func:`.pipeline.sandbox_warm`); None: everything."""
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=worker_context(), initializer=_worker_init,
                                initargs=(None if limits is None else dict(limits.__dict__), dict(os.environ),
-                                         os.getpid()))
+                                         os.getpid(), None if assignments is None else sorted(set(assignments))))
     for _ in range(workers):   # a process is started per task submitted while none is idle
         pool.submit(os.getpid)
     return pool

@@ -103,7 +103,7 @@ def cmd_release(args) -> int:
     return 0
 
 
-def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: bool = True, jobs: int = 1,
+def _grade_and_report(subs, problems, workdir: Path, outdir: Path, progress: bool = True, jobs: int | None = 1,
                       force: bool = False, scheduler: str | None = None, exports: list[str] = (),
                       keep: list | None = None, roster: list | None = None, late: dict | None = None,
                       src: Path | None = None, root: Path = REPO) -> int:
@@ -252,7 +252,7 @@ def cmd_grade(args) -> int:
     subs, problems = course.collect_submissions(src, root)
     problems = extra + problems
     return _grade_and_report(subs, problems, workdir, Path(args.out or workdir), not args.no_progress,
-                             jobs=args.jobs or (os.cpu_count() or 1), force=args.force, scheduler=args.scheduler,
+                             jobs=args.jobs, force=args.force, scheduler=args.scheduler,
                              exports=args.export or [], roster=roster, late=late, src=given, root=root)
 
 
@@ -527,7 +527,7 @@ def cmd_demo(args) -> int:
           + (" (answers found in release/ are kept in workspace/ first)" if course_dir == REPO.resolve() else ""))
     print("== 3/3 autograding: sandbox, confirmation outside the kernel, lower verdict, feedback")
     graded: list[course.Result] = []
-    _grade_and_report(subs, problems, course_dir, workdir, jobs=args.jobs or (os.cpu_count() or 1), force=True,
+    _grade_and_report(subs, problems, course_dir, workdir, jobs=args.jobs, force=True,
                       keep=graded, root=root)
     # The demo's verdict: every sample is graded as its `# expect:` line says (a flagged cheat included:
     # its expected score is what the trusted pipeline gives it), or the demo fails and says which.
@@ -575,7 +575,8 @@ def build_parser() -> argparse.ArgumentParser:
     _lang_option(p, "grade")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--jobs", "-j", type=int, default=None,
-                   help="grade this many submissions at once (default: the number of cores; 1: one at a time)")
+                   help="grade this many submissions at once (default: the number of cores, one per "
+                        f"{course.SUBMISSIONS_PER_WORKER} submissions at most; 1: one at a time)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                    help="grade on a dask.distributed cluster (its workers run the sandbox; see docs/instructors.md)")
     p.add_argument("--export", action="append", metavar="FORMAT", type=export.format_arg,
@@ -624,7 +625,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--course", default=None,
                    help="the course folder nbgrader grades in (default: the repository, which formgrader shows; "
                         "with --lang, the edition's folder)")
-    p.add_argument("--jobs", "-j", type=int, default=None, help="submissions at once (default: the number of cores)")
+    p.add_argument("--jobs", "-j", type=int, default=None, help="submissions at once (default: as grade's)")
     p.set_defaults(func=cmd_demo)
     return parser
 

@@ -312,6 +312,19 @@ def warm_up(report: bool = False) -> None:
             pass
 
 
+def sandbox_warm(assignments) -> tuple[str, ...]:
+    """What the pre-started sandbox should do once before its first run for a batch of ``assignments``
+    (:meth:`~instructor.sandbox.zygote.Zygote.warm`): ``"meta"`` when one of their hidden checks draws meta
+    tensors (the draws its task text promises, :attr:`~instructor.hidden.Check.draws`), whose first use
+    costs every run that makes it 1.2-1.8 s of CPU here; nothing for the others (assignment 0)."""
+    from instructor.hidden import ASSIGNMENT_MODULES, draws_of
+
+    for name in sorted(set(assignments)):
+        if name not in ASSIGNMENT_MODULES or "meta" in draws_of(name):  # not the course's: as before, everything
+            return ("meta",)
+    return ()
+
+
 #: how long a gradebook writer waits for another process's write transaction (``--jobs`` workers share
 #: one SQLite gradebook; each transaction lasts milliseconds, pysqlite's default wait is 5 s)
 GRADEBOOK_WAIT_MS = 120_000

@@ -53,7 +53,7 @@ ASSIGNMENT_MODULES = {
 }
 
 __all__ = ["Check", "Verdict", "checks_for", "find_check", "probe_source", "judge_results",
-           "run_in_process", "ASSIGNMENT_MODULES", "configs_with_half_on_cpu", "KINDS"]
+           "run_in_process", "draws_of", "ASSIGNMENT_MODULES", "configs_with_half_on_cpu", "KINDS"]
 
 #: The vocabulary of :attr:`Check.draws`: each input kind, and the pattern (a regular expression,
 #: matched case-insensitively, as a whole word) that says it in a task's text.
@@ -135,6 +135,11 @@ def _check_classes(assignment: str) -> tuple[type, ...]:
     # the order of their definitions, without re-reading sources (an assignment's checks share one module)
     found.sort(key=lambda c: c.probe.__code__.co_firstlineno)
     return tuple(found)
+
+
+def draws_of(assignment: str) -> set[str]:
+    """Every input kind (:attr:`Check.draws`) one of the assignment's checks draws."""
+    return {kind for cls in _check_classes(assignment) for kind in getattr(cls, "draws", ())}
 
 
 def checks_for(assignment: str) -> list[Check]:

@@ -50,6 +50,9 @@ from .. import sandbox  # the face: status(), python(), run()
 
 SERVER = Path(__file__).resolve().with_name("zygote_server.py")
 START_SECONDS = 120.0
+#: Everything the server can do before its first run (its ``WARMERS``): what a sandbox warms unless its
+#: batch said what its runs need (:meth:`Prestarting.join`).
+WARM_ALL = ("meta",)
 #: added to the memory bound of the cgroup: the server itself (torch, IPython imported), shared with its run
 SERVER_MEMORY = 768 << 20
 #: what the server keeps: make each run with the runs' uid, end them; a run keeps nothing
@@ -130,15 +133,21 @@ class Prestarting:
     def __init__(self, z: "Zygote"):
         self.zygote = z
 
-    def join(self) -> None:
-        """Wait until it has imported what every run needs, and give it to the pool. A start that failed
-        is left to the first submission, which starts it again and reports it as it always did."""
+    def join(self, warm: "tuple[str, ...] | None" = None) -> None:
+        """Wait until it has imported what every run needs, and give it to the pool. ``warm``: what this
+        batch's runs need warmed first (:meth:`Zygote.warm`), by this sandbox and again after each of its
+        restarts; None: everything it can. A start that failed is left to the first submission, which
+        starts it again and reports it as it always did."""
         z, self.zygote = self.zygote, None
         if z is None:
             return
+        if warm is not None:
+            z.wanted_warm = tuple(warm)
         try:
             if z.proc is not None and len(z.start_seconds) < z.starts:  # begun, not finished: its checks too
                 z.finish_start()
+            elif z.alive:   # an earlier batch's, kept by this process: what this batch needs, if it still can
+                z.warm(z.wanted_warm)
         except ZygoteError:
             pass
         finally:
@@ -236,6 +245,9 @@ class Zygote:
         self.start_seconds: list[float] = []  # how long each start took (until the server had imported torch)
         self.in_submission = False
         self.info: dict = {}
+        self.warmed: list[str] = []   # what the server did before its first run (:meth:`warm`)
+        self.wanted_warm: tuple[str, ...] = WARM_ALL   # what each start warms (the batch's choice)
+        self._warm_reply = threading.Event()
         self.left: list[str] = []       # what the last reset found still there (then: a new sandbox)
         self.restarts_for_leftovers = 0
 
@@ -302,6 +314,7 @@ class Zygote:
         theirs.close()
         self.sock = ours
         self._ready.clear()
+        self.warmed = []
         self.starts += 1
         threading.Thread(target=self._read_events, args=(ours, self.proc), daemon=True).start()
         self._waking = cgroup.start_waking() if cgroup.active else None
@@ -318,6 +331,26 @@ class Zygote:
             self.stop()
             raise ZygoteError(f"the pre-started sandbox had {threads} threads after its imports: forking it is not "
                               "safe (switch it off with COURSE_ZYGOTE=off, and report the PyTorch version)")
+        self.warm(self.wanted_warm)
+
+    def warm(self, what) -> None:
+        """Have the server do ``what`` (names of the server's ``WARMERS``: ``"meta"``, the first use of meta
+        tensors) once, before its first run, instead of every run that needs it paying for it again. The
+        server refuses once a run was forked (nothing a run did may reach what the server does); its
+        thread count is checked again, as after its imports."""
+        want = [w for w in what if w not in self.warmed]
+        if not want or not self.alive:
+            return
+        self._warm_reply.clear()
+        self._request({"op": "warm", "what": want})
+        if not (self._warm_reply.wait(START_SECONDS) and self.alive):
+            self.stop()
+            raise ZygoteError("the pre-started sandbox did not answer")
+        if self.info.get("warm_threads", 1) > 1:
+            threads = self.info["warm_threads"]
+            self.stop()
+            raise ZygoteError(f"the pre-started sandbox had {threads} threads after warming {', '.join(want)}: "
+                              "forking it is not safe (switch it off with COURSE_ZYGOTE=off)")
 
     def stop(self) -> None:
         """End the server and everything in it; keep the area (a running submission's files)."""
@@ -370,6 +403,11 @@ class Zygote:
                 elif kind == "exited" and child is not None:
                     child._ended(int(ev.get("status", -9)))
                     self._children.pop(child.id, None)
+                elif kind == "warmed":
+                    self.warmed = [str(x) for x in ev.get("warmed", [])][:8]
+                    self.info["warm_threads"] = int(ev.get("os_threads", 1))
+                    self.info["warm_refused"] = bool(ev.get("refused"))
+                    self._warm_reply.set()
                 elif kind == "clean":
                     self.left = [str(x) for x in ev.get("left", [])][:50]
                     self._cleaned.set()
