@@ -584,7 +584,7 @@ def _demo(tmp: Path, lang: str | None) -> tuple[dict, str, str]:
     work, course_dir = tmp / f"demo-{lang or 'en'}", tmp / f"course-{lang or 'en'}"
     env = {k: v for k, v in os.environ.items() if k != "COURSE_LANG"}
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    cmd = [sys.executable, "-m", "autograder", "demo", "--workdir", str(work), "--course", str(course_dir), "--jobs", "2"]
+    cmd = [sys.executable, "-m", "autograder", "demo", "--workdir", str(work), "--course", str(course_dir)]
     out = subprocess.run(cmd + (["--lang", lang] if lang else []), cwd=REPO, env=env, capture_output=True, text=True,
                          timeout=1200)
     assert out.returncode == 0, f"demo {lang or 'en'} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"

@@ -440,7 +440,7 @@ class PoolExecutor(Executor):
     def _round(self, indices: list[int], workers: int, finish) -> list[int]:
         """Grade ``indices``; return those whose worker died (the pool broke under them)."""
         if self.pool is None:  # the workers given to this batch serve its first round; retries start their own
-            self.pool = start_workers(workers, self.limits)
+            self.pool = start_workers(workers, self.limits, [self.subs[i].assignment for i in indices])
         subs = self.subs
         futures = {self.pool.submit(execute, subs[i].student, subs[i].assignment, _payload(self.staged[i][1]),
                                     self.config_text, self.limits.__dict__, self.shared, self.feedback): i
