@@ -28,6 +28,7 @@ pytestmark = [pytest.mark.slow,
 @pytest.fixture()
 def server():
     z = zygote.Zygote(sandbox.Limits(wall_seconds=120))
+    z.wanted_warm = ()  # these tests need no meta tensor (1.2-1.8 s of CPU a start); the first one warms them itself
     yield z
     z.stop()
 
@@ -55,6 +56,8 @@ json.dump({"uid": os.getuid(), "cap": int(st["CapEff"], 16) | int(st["CapPrm"], 
 
 
 def test_every_run_is_a_fork_of_one_server_with_torch_imported_and_no_privilege(server):
+    server.start()
+    server.warm(("meta",))   # what a batch whose checks draw meta tensors asks for (tests/test_sandbox_warm.py)
     with server.submission() as folder:
         first = _run(server, folder, "a", IDENTITY)
         second = _run(server, folder, "b", IDENTITY)
